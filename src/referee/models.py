@@ -1,0 +1,179 @@
+"""The one contract shared by the service, the client and the trainer adapters.
+
+Every request and response body of the HTTP API is one of these pydantic models; the client
+parses responses with them and the adapters build requests with them, so a change here is a
+change of the public API.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+
+JSONObject = dict[str, Any]
+
+
+class _Strict(BaseModel):
+    # Unknown fields are a client bug worth reporting (a typo in "refrence" would otherwise
+    # silently score against a null reference).
+    model_config = ConfigDict(extra="forbid")
+
+
+class VerdictStatus(str, Enum):
+    """`ok`: a verdict was reached (a wrong, malformed or too-slow answer is `ok` with score 0).
+
+    `error`: no verdict could be reached for reasons outside the response (a verifier crashed,
+    the sandbox is down). The score is then null so that a trainer masks the sample instead of
+    learning from a fake 0.
+    """
+
+    ok = "ok"
+    error = "error"
+
+
+class Verdict(BaseModel):
+    score: float | None = Field(
+        description="In [0, 1] unless the verifier declares another range; null when status is error."
+    )
+    status: VerdictStatus
+    verifier: str = Field(description="name@version of the verifier that decided")
+    reason: str | None = None
+    details: JSONObject = Field(default_factory=dict)
+    duration_ms: float = 0.0
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("score must be finite")
+        return value
+
+
+class ScoreRequest(_Strict):
+    verifier: str = Field(min_length=1, max_length=200, examples=["exact"])
+    response: str = Field(description="The model completion to judge.")
+    reference: Any = Field(default=None, description="Gold answer or test spec; shape set by the verifier.")
+    options: JSONObject = Field(default_factory=dict)
+
+
+class BatchScoreRequest(_Strict):
+    items: list[ScoreRequest] = Field(min_length=1)
+
+
+def _score_body_kind(value: Any) -> str:
+    if isinstance(value, dict) and "items" in value:
+        return "batch"
+    if isinstance(value, BatchScoreRequest):
+        return "batch"
+    return "single"
+
+
+# `/v1/score` takes one item or a batch; the discriminator keeps validation errors about the
+# shape the client meant instead of listing failures for both alternatives.
+ScoreBody = Annotated[
+    Annotated[ScoreRequest, Tag("single")] | Annotated[BatchScoreRequest, Tag("batch")],
+    Discriminator(_score_body_kind),
+]
+
+
+class BatchScoreResponse(BaseModel):
+    verdicts: list[Verdict]
+
+
+class VerifierComponent(_Strict):
+    """One weighted term of a group's reward, e.g. correctness × 1.0 + format × 0.1."""
+
+    name: str = Field(min_length=1, max_length=200)
+    weight: float = 1.0
+    options: JSONObject = Field(default_factory=dict)
+
+    @field_validator("weight")
+    @classmethod
+    def _finite_weight(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("weight must be finite")
+        return value
+
+
+class GroupSpec(_Strict):
+    verifier: str | list[VerifierComponent] = Field(
+        description="A verifier name, or weighted components whose scores are summed into the reward."
+    )
+    reference: Any = None
+    responses: list[str] = Field(min_length=1)
+    options: JSONObject = Field(
+        default_factory=dict, description="Options for a single-name verifier (components carry their own)."
+    )
+
+    def components(self) -> list[VerifierComponent]:
+        if isinstance(self.verifier, str):
+            return [VerifierComponent(name=self.verifier, weight=1.0, options=self.options)]
+        return self.verifier
+
+    @field_validator("verifier")
+    @classmethod
+    def _non_empty(cls, value: str | list[VerifierComponent]) -> str | list[VerifierComponent]:
+        if isinstance(value, list) and not value:
+            raise ValueError("at least one verifier component is required")
+        if isinstance(value, str) and not value:
+            raise ValueError("verifier name must not be empty")
+        return value
+
+
+class AdvantageConfig(_Strict):
+    scale: Literal["group", "none"] = Field(
+        default="group",
+        description="group: (r - mean) / (std + epsilon), as in GRPO; none: r - mean, as in Dr. GRPO.",
+    )
+    epsilon: float = Field(default=1e-4, ge=0.0, le=1.0)
+
+
+class GroupsRequest(_Strict):
+    groups: list[GroupSpec] = Field(min_length=1)
+    advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+
+
+class GroupResult(BaseModel):
+    verdicts: list[Verdict]
+    rewards: list[float | None]
+    advantages: list[float | None]
+    mean: float | None = Field(description="Mean reward over samples with a verdict (null if none).")
+    std: float | None = Field(description="Sample standard deviation (ddof=1) over samples with a verdict.")
+    zero_variance: bool = Field(description="True when the group carries no learning signal.")
+
+
+class GroupsResponse(BaseModel):
+    groups: list[GroupResult]
+
+
+class VerifierExample(BaseModel):
+    response: str
+    reference: Any = None
+    options: JSONObject = Field(default_factory=dict)
+    expected_score: float | None = None
+
+
+class VerifierInfo(BaseModel):
+    name: str
+    version: str
+    description: str
+    reference_schema: JSONObject
+    options_schema: JSONObject
+    score_range: tuple[float, float] = (0.0, 1.0)
+    example: VerifierExample
+    kind: str = "builtin"
+
+
+class VerifierList(BaseModel):
+    verifiers: list[VerifierInfo]
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx body. `detail` names the offending fields for validation errors."""
+
+    error: str
+    message: str
+    detail: Any = None

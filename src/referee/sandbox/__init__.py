@@ -1,0 +1,1 @@
+"""Docker sandbox for untrusted code."""

@@ -1,0 +1,1 @@
+"""Reward adapters for trainers and the built-in GRPO loop."""

@@ -1,0 +1,1 @@
+"""Verifiers: plain Python, never imports FastAPI."""

@@ -1,0 +1,112 @@
+"""What a verifier is.
+
+A verifier turns (response, reference, options) into a `Check`. The split between `prepare`
+and `check` exists because group scoring is the hot path of RL training: the reference (a
+LaTeX gold, a puzzle, a test spec) is parsed once and reused for every response of the group.
+
+Two execution models:
+- `Verifier` (the default) is CPU-bound and synchronous. The service runs `check` in a pool of
+  worker processes with a hard wall-clock limit, so it may be slow or even hang without harming
+  the service. It must never do I/O or keep global state other than caches.
+- `AsyncVerifier` is I/O-bound (a Docker sandbox, a webhook). It runs in the service's event loop
+  and receives the service's long-lived resources (e.g. the sandbox pool) explicitly.
+
+This module never imports FastAPI: verifiers are plain Python and usable without the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """The outcome of judging one response. `score` is in the verifier's declared range."""
+
+    score: float
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class VerifierError(Exception):
+    """No verdict can be reached for reasons outside the response (status `error`, score null)."""
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Verifier:
+    """Base class of CPU-bound verifiers. Subclasses set the class attributes and `check`."""
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = ""
+    # The type of `reference` (any pydantic-compatible type). Validated in the service before a
+    # request is accepted, so a malformed reference is a 422 naming the field, not a verdict.
+    reference_type: ClassVar[Any] = Any
+    options_model: ClassVar[type[BaseModel]] = NoOptions
+    # One worked example, published in /v1/verifiers and checked by the test suite.
+    example: ClassVar[dict[str, Any]] = {}
+    # Verifiers whose score is not a [0, 1] correctness (length shaping) declare their range.
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    # Per-verdict wall-clock budget in seconds; None means the service default.
+    time_budget_s: ClassVar[float | None] = None
+    runs_in: ClassVar[str] = "worker"
+
+    _reference_adapter: ClassVar[TypeAdapter[Any] | None] = None
+
+    @classmethod
+    def reference_adapter(cls) -> TypeAdapter[Any]:
+        # Cached per class: building a TypeAdapter costs more than validating with it.
+        adapter = cls.__dict__.get("_reference_adapter")
+        if adapter is None:
+            adapter = TypeAdapter(cls.reference_type)
+            cls._reference_adapter = adapter
+        return adapter
+
+    @classmethod
+    def validate_reference(cls, reference: Any) -> Any:
+        return cls.reference_adapter().validate_python(reference)
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any] | None) -> BaseModel:
+        return cls.options_model.model_validate(dict(options or {}))
+
+    @classmethod
+    def qualified_name(cls) -> str:
+        return f"{cls.name}@{cls.version}"
+
+    def prepare(self, reference: Any, options: Any) -> Any:
+        """Parse the (validated) reference once per group. The default keeps it as is."""
+        return reference
+
+    def check(self, response: str, prepared: Any, options: Any) -> Check:
+        raise NotImplementedError
+
+    def score(self, response: str, reference: Any, options: Mapping[str, Any] | None = None) -> Check:
+        """Convenience for direct, in-process use (tests, notebooks, benchmarks)."""
+        opts = self.validate_options(options)
+        return self.check(response, self.prepare(self.validate_reference(reference), opts), opts)
+
+
+class AsyncVerifier(Verifier):
+    """Base class of I/O-bound verifiers that run in the service process."""
+
+    runs_in: ClassVar[str] = "service"
+
+    async def check_group(
+        self,
+        responses: Sequence[str],
+        prepared: Any,
+        options: Any,
+        resources: Mapping[str, Any],
+    ) -> list[Check]:
+        raise NotImplementedError
+
+    def check(self, response: str, prepared: Any, options: Any) -> Check:
+        raise VerifierError(f"{self.name} runs in the service; use check_group")

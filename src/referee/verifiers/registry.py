@@ -1,0 +1,126 @@
+"""The verifier registry: built-ins, explicitly registered classes and installed plugins.
+
+Plugins are discovered through the entry-point group `referee.verifiers`; an entry point may
+name a `Verifier` subclass or a list of them. The same registry is rebuilt in every worker
+process (from the same inputs), so everything here must be deterministic and importable.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator
+from importlib.metadata import entry_points
+from typing import Any
+
+import structlog
+
+from referee.verifiers.base import Verifier
+
+ENTRY_POINT_GROUP = "referee.verifiers"
+
+# Modules of built-in verifiers; each exposes `VERIFIERS: list[type[Verifier]]`.
+BUILTIN_MODULES: tuple[str, ...] = (
+    "referee.verifiers.simple",
+    "referee.verifiers.format",
+    "referee.verifiers.shaping",
+    "referee.verifiers.math",
+    "referee.verifiers.logic",
+    "referee.verifiers.code",
+)
+
+log = structlog.get_logger(__name__)
+
+
+class UnknownVerifier(KeyError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.known = known
+
+    def __str__(self) -> str:
+        return f"unknown verifier {self.name!r}; known: {', '.join(self.known)}"
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._verifiers: dict[str, Verifier] = {}
+        self._kinds: dict[str, str] = {}
+
+    def register(self, cls: type[Verifier], *, kind: str = "builtin", replace: bool = False) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, Verifier)):
+            raise TypeError(f"{cls!r} is not a Verifier subclass")
+        name = getattr(cls, "name", None)
+        if not name or not isinstance(name, str):
+            raise ValueError(f"{cls.__qualname__} has no name")
+        if name in self._verifiers and not replace:
+            existing = type(self._verifiers[name])
+            if existing is cls:
+                return
+            raise ValueError(f"verifier {name!r} is already registered by {existing.__qualname__}")
+        self._verifiers[name] = cls()
+        self._kinds[name] = kind
+
+    def get(self, name: str) -> Verifier:
+        # "name@version" pins a version; built-ins have one version, so it must match.
+        base, _, version = name.partition("@")
+        verifier = self._verifiers.get(base)
+        if verifier is None or (version and version != verifier.version):
+            raise UnknownVerifier(name, self.names())
+        return verifier
+
+    def kind(self, name: str) -> str:
+        return self._kinds[name.partition("@")[0]]
+
+    def names(self) -> list[str]:
+        return sorted(self._verifiers)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.partition("@")[0] in self._verifiers
+
+    def __iter__(self) -> Iterator[Verifier]:
+        return iter(self._verifiers[name] for name in self.names())
+
+    def __len__(self) -> int:
+        return len(self._verifiers)
+
+
+def _as_classes(obj: Any, origin: str) -> list[type[Verifier]]:
+    items: Iterable[Any] = obj if isinstance(obj, list | tuple) else [obj]
+    classes = []
+    for item in items:
+        if not (isinstance(item, type) and issubclass(item, Verifier)):
+            raise TypeError(f"{origin} provides {item!r}, not a Verifier subclass")
+        classes.append(item)
+    return classes
+
+
+def import_object(path: str) -> Any:
+    """Import "package.module:attribute"."""
+    module_name, _, attr = path.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr) if attr else module
+
+
+def build_registry(extra: Iterable[str] = (), *, plugins: bool = True) -> Registry:
+    """Built-ins, then `extra` ("module:Class" paths from settings), then entry-point plugins.
+
+    A plugin that fails to load is logged and skipped: one broken third-party package must not
+    take the built-in verifiers down with it.
+    """
+    registry = Registry()
+    for module_name in BUILTIN_MODULES:
+        for cls in _as_classes(import_object(module_name).VERIFIERS, module_name):
+            registry.register(cls)
+    for path in extra:
+        for cls in _as_classes(import_object(path), path):
+            registry.register(cls, kind="extra")
+    if plugins:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                for cls in _as_classes(ep.load(), f"entry point {ep.name}"):
+                    if cls.name in registry and registry.kind(cls.name) == "builtin":
+                        raise ValueError(f"plugin may not replace built-in verifier {cls.name!r}")
+                    registry.register(cls, kind="plugin")
+            except Exception as exc:
+                log.warning("plugin_load_failed", entry_point=ep.name, value=ep.value, error=str(exc))
+    return registry
