@@ -8,7 +8,7 @@ change of the public API.
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
@@ -22,7 +22,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class VerdictStatus(str, Enum):
+class VerdictStatus(StrEnum):
     """`ok`: a verdict was reached (a wrong, malformed or too-slow answer is `ok` with score 0).
 
     `error`: no verdict could be reached for reasons outside the response (a verifier crashed,

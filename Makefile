@@ -1,0 +1,55 @@
+# The two commands of the README:   make serve   |   make test
+# Both create/reuse .venv and install what they need; `make test` also provides Docker.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Reinstall only when the dependency declarations change.
+DEPS_HASH := $(shell cat pyproject.toml tests/fixtures/referee_plugin_demo/pyproject.toml | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.deps-$(DEPS_HASH)
+TORCH := torch==2.13.0
+
+.PHONY: serve test lint typecheck pytest docker sandbox-image image bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	# torch first and pinned: any other version would download gigabytes of CUDA wheels.
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -c <(echo $(TORCH)) -e '.[dev,train]' -e tests/fixtures/referee_plugin_demo
+	rm -f $(VENV)/.deps-* && touch $(STAMP)
+
+serve: $(STAMP)
+	@./scripts/ensure-docker.sh && $(BIN)/referee sandbox build || \
+		echo "serve: no Docker engine: the code verifier will answer status=error" >&2
+	$(BIN)/referee serve
+
+docker:
+	./scripts/ensure-docker.sh
+
+sandbox-image: $(STAMP) docker
+	$(BIN)/referee sandbox build
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) sandbox-image
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+# The service image (see Dockerfile): wheels built here, so the build needs no registry.
+image: $(STAMP) docker
+	./scripts/build-service-image.sh
+
+bench: $(STAMP) sandbox-image
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache

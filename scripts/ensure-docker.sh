@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Make a Docker engine available: install Debian's docker.io if only the client (or nothing) is
+# here, start dockerd in the background if no daemon answers, and wait for its socket.
+# Idempotent; prints what it did. Needs root for the install/start steps.
+set -euo pipefail
+
+if docker info >/dev/null 2>&1; then
+  exit 0
+fi
+if ! command -v dockerd >/dev/null 2>&1; then
+  echo "ensure-docker: installing docker.io (Docker engine)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq docker.io >/dev/null
+fi
+if ! docker info >/dev/null 2>&1; then
+  echo "ensure-docker: starting dockerd" >&2
+  mkdir -p /var/log
+  # setsid: the daemon must outlive this script (and make's process group).
+  setsid nohup dockerd >/var/log/referee-dockerd.log 2>&1 < /dev/null &
+  for _ in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+fi
+docker info >/dev/null 2>&1 || { echo "ensure-docker: dockerd did not come up; see /var/log/referee-dockerd.log" >&2; exit 1; }

@@ -1,0 +1,126 @@
+"""`referee` command line: serve, score, list verifiers; sub-commands of the sandbox and trainer."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import structlog
+import typer
+
+app = typer.Typer(help="Referee: verdicts and group rewards for RL on language models.", no_args_is_help=True)
+
+
+def configure_logging(level: str = "info", json_logs: bool = False) -> None:
+    renderer: Any = structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (REFEREE_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (REFEREE_PORT).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Verifier worker processes (REFEREE_WORKERS).")] = None,
+) -> None:
+    """Run the HTTP service."""
+    import uvicorn
+
+    from referee.service.app import create_app
+    from referee.settings import Settings
+
+    overrides: dict[str, Any] = {
+        k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
+    }
+    settings = Settings(**overrides)
+    configure_logging(settings.log_level, settings.log_json)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        # One event loop process: verifier work already runs in `workers` processes.
+        workers=1,
+    )
+
+
+def _read_text(value: str) -> str:
+    if value.startswith("@"):
+        return Path(value[1:]).read_text()
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+@app.command()
+def score(
+    verifier: Annotated[str, typer.Option(help="Verifier name, e.g. math or exact.")],
+    response: Annotated[str, typer.Option(help="The completion: text, @file, or - for stdin.")],
+    reference: Annotated[
+        str, typer.Option(help="The reference as JSON (a bare string is taken as is).")
+    ] = "null",
+    options: Annotated[str, typer.Option(help="Options as a JSON object.")] = "{}",
+    url: Annotated[str, typer.Option(envvar="REFEREE_URL", help="Service URL.")] = "http://127.0.0.1:8000",
+    api_key: Annotated[str | None, typer.Option(envvar="REFEREE_API_KEY")] = None,
+) -> None:
+    """Score one response against a running service and print the verdict as JSON."""
+    from referee.client import Client, RefereeError
+
+    try:
+        ref = json.loads(_read_text(reference))
+    except json.JSONDecodeError:
+        ref = _read_text(reference)
+    try:
+        with Client(url, api_key=api_key, retries=1) as client:
+            verdict = client.score(verifier, _read_text(response), ref, json.loads(options))
+    except RefereeError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(verdict.model_dump_json(indent=2))
+
+
+@app.command()
+def verifiers(
+    url: Annotated[str, typer.Option(envvar="REFEREE_URL", help="Service URL.")] = "http://127.0.0.1:8000",
+    api_key: Annotated[str | None, typer.Option(envvar="REFEREE_API_KEY")] = None,
+) -> None:
+    """List the verifiers of a running service."""
+    from referee.client import Client, RefereeError
+
+    try:
+        with Client(url, api_key=api_key, retries=1) as client:
+            infos = client.verifiers()
+    except RefereeError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    for info in infos:
+        summary = info.description.splitlines()[0][:90] if info.description else ""
+        typer.echo(f"{info.name}@{info.version}\t{info.kind}\t{summary}")
+
+
+def _mount_subcommands() -> None:
+    # Sub-apps live beside the code they drive; a missing optional extra (torch for `train`)
+    # must not break the rest of the CLI, so they import their heavy dependencies lazily.
+    for module, name, help_text in (
+        ("referee.sandbox.cli", "sandbox", "Build and inspect the code sandbox image."),
+        ("referee.trainer_adapter.cli", "train", "GRPO demo and training loop."),
+    ):
+        try:
+            sub = __import__(module, fromlist=["app"]).app
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        app.add_typer(sub, name=name, help=help_text)
+
+
+_mount_subcommands()

@@ -1,0 +1,126 @@
+"""What the sync and async clients share: request building, response parsing, retry policy."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from referee.models import (
+    AdvantageConfig,
+    BatchScoreResponse,
+    GroupSpec,
+    GroupsRequest,
+    GroupsResponse,
+    ScoreRequest,
+    Verdict,
+    VerifierInfo,
+    VerifierList,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+RETRY_STATUSES = frozenset({429, 503})
+# Transport failures where the request cannot have been processed, or a retry is harmless:
+# scoring is idempotent, so a read timeout may be retried as well.
+RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.ReadTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+    httpx.PoolTimeout,
+)
+
+
+class RefereeError(Exception):
+    """Base class of the client's errors."""
+
+
+class RefereeHTTPError(RefereeError):
+    """The service answered with an error status. `error`, `message`, `detail` are its JSON body."""
+
+    def __init__(self, status_code: int, error: str, message: str, detail: Any = None) -> None:
+        super().__init__(f"{status_code} {error}: {message}")
+        self.status_code = status_code
+        self.error = error
+        self.message = message
+        self.detail = detail
+
+
+class RefereeUnavailable(RefereeError):
+    """The service could not be reached (or stayed overloaded) after all retries."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 3
+    backoff_s: float = 0.25
+    max_backoff_s: float = 8.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after:
+            try:
+                return min(self.max_backoff_s, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        # Full jitter: many trainer ranks retrying in lockstep would hit the service together.
+        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        body = response.json()
+        error, message, detail = body.get("error", "http_error"), body.get("message", ""), body.get("detail")
+    except ValueError:
+        error, message, detail = "http_error", response.text[:500], None
+    raise RefereeHTTPError(response.status_code, error, message, detail)
+
+
+def score_payload(
+    verifier: str, response: str, reference: Any = None, options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    return ScoreRequest(
+        verifier=verifier, response=response, reference=reference, options=dict(options or {})
+    ).model_dump(mode="json")
+
+
+def batch_payload(items: Sequence[ScoreRequest | Mapping[str, Any]]) -> dict[str, Any]:
+    parsed = [i if isinstance(i, ScoreRequest) else ScoreRequest.model_validate(i) for i in items]
+    return {"items": [i.model_dump(mode="json") for i in parsed]}
+
+
+def groups_payload(
+    groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest, advantage: AdvantageConfig | None = None
+) -> dict[str, Any]:
+    if isinstance(groups, GroupsRequest):
+        request = groups
+    else:
+        parsed = [g if isinstance(g, GroupSpec) else GroupSpec.model_validate(g) for g in groups]
+        request = GroupsRequest(groups=parsed, advantage=advantage or AdvantageConfig())
+    return request.model_dump(mode="json")
+
+
+def parse_verdict(response: httpx.Response) -> Verdict:
+    return Verdict.model_validate_json(response.content)
+
+
+def parse_batch(response: httpx.Response) -> list[Verdict]:
+    return BatchScoreResponse.model_validate_json(response.content).verdicts
+
+
+def parse_groups(response: httpx.Response) -> GroupsResponse:
+    return GroupsResponse.model_validate_json(response.content)
+
+
+def parse_verifiers(response: httpx.Response) -> list[VerifierInfo]:
+    return VerifierList.model_validate_json(response.content).verifiers
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}

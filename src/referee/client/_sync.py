@@ -1,0 +1,93 @@
+"""Synchronous client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from referee.client import _common as c
+from referee.models import (
+    AdvantageConfig,
+    GroupSpec,
+    GroupsRequest,
+    GroupsResponse,
+    ScoreRequest,
+    Verdict,
+    VerifierInfo,
+)
+
+
+class Client:
+    """`Client(url).score("math", response, reference)`; reuse one instance (connection pool)."""
+
+    def __init__(
+        self,
+        base_url: str = c.DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._retry = c.RetryPolicy(retries=retries, backoff_s=backoff_s)
+        self._http = httpx.Client(
+            base_url=base_url,
+            timeout=timeout,
+            headers=c.auth_headers(api_key),
+            transport=transport,
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        )
+
+    def _request(self, method: str, path: str, json: Any = None) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(method, path, json=json)
+            except c.RETRY_EXCEPTIONS as exc:
+                if attempt >= self._retry.retries:
+                    raise c.RefereeUnavailable(f"{method} {path}: {exc!r}") from exc
+                time.sleep(self._retry.delay(attempt))
+                attempt += 1
+                continue
+            if response.status_code in c.RETRY_STATUSES and attempt < self._retry.retries:
+                time.sleep(self._retry.delay(attempt, response.headers.get("Retry-After")))
+                attempt += 1
+                continue
+            c.raise_for_error(response)
+            return response
+
+    def score(
+        self, verifier: str, response: str, reference: Any = None, options: Mapping[str, Any] | None = None
+    ) -> Verdict:
+        return c.parse_verdict(
+            self._request("POST", "/v1/score", c.score_payload(verifier, response, reference, options))
+        )
+
+    def score_batch(self, items: Sequence[ScoreRequest | Mapping[str, Any]]) -> list[Verdict]:
+        return c.parse_batch(self._request("POST", "/v1/score", c.batch_payload(items)))
+
+    def score_groups(
+        self,
+        groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
+        advantage: AdvantageConfig | None = None,
+    ) -> GroupsResponse:
+        return c.parse_groups(self._request("POST", "/v1/groups", c.groups_payload(groups, advantage)))
+
+    def verifiers(self) -> list[VerifierInfo]:
+        return c.parse_verifiers(self._request("GET", "/v1/verifiers"))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,308 @@
+"""Scoring orchestration: resolve verifiers, validate input, dispatch, assemble verdicts.
+
+Transport-free: the HTTP layer calls `Scorer` and maps its exceptions to status codes. Every
+input problem is found before any work is scheduled, so a request is rejected whole (422) or
+scored whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from referee.models import (
+    AdvantageConfig,
+    GroupResult,
+    GroupSpec,
+    ScoreRequest,
+    Verdict,
+    VerdictStatus,
+    VerifierComponent,
+)
+from referee.scoring.advantages import group_advantages
+from referee.scoring.pool import TaskOutcome, WorkerPool
+from referee.settings import Settings
+from referee.verifiers.base import AsyncVerifier, Check, Verifier, VerifierError
+from referee.verifiers.registry import Registry
+
+Loc = tuple[str | int, ...]
+
+
+class InputError(Exception):
+    """The request is well-formed JSON but cannot be scored; `errors` name the fields."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One verifier applied to one reference, with validated inputs, ready to dispatch."""
+
+    verifier: Verifier
+    reference: Any
+    options: Any
+    reference_json: str
+    options_json: str
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _pydantic_errors(exc: ValidationError, loc: Loc) -> list[dict[str, Any]]:
+    return [{"loc": [*loc, *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+
+
+class Scorer:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        pool: WorkerPool,
+        resources: Mapping[str, Any] | None = None,
+        observer: Callable[[Verdict, str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.pool = pool
+        self.resources: dict[str, Any] = dict(resources or {})
+        self._observe = observer or (lambda verdict, name: None)
+
+    # ---- validation ----------------------------------------------------------------------
+
+    def _job(self, name: str, reference: Any, options: Mapping[str, Any], loc: Loc) -> _Job:
+        verifier = self.registry.get(name)  # UnknownVerifier propagates: the route answers 404
+        errors: list[dict[str, Any]] = []
+        try:
+            opts = verifier.validate_options(options)
+        except ValidationError as exc:
+            errors += _pydantic_errors(exc, (*loc, "options"))
+        try:
+            ref = verifier.validate_reference(reference)
+        except ValidationError as exc:
+            errors += _pydantic_errors(exc, (*loc, "reference"))
+        if errors:
+            raise InputError(errors)
+        return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json())
+
+    def _check_responses(self, responses: Sequence[str], loc: Loc, *, indexed: bool = True) -> None:
+        limit = self.settings.max_response_chars
+        errors = [
+            {
+                "loc": [*loc, i] if indexed else list(loc),
+                "msg": f"response has {len(r)} characters; limit {limit}",
+                "type": "too_long",
+            }
+            for i, r in enumerate(responses)
+            if len(r) > limit
+        ]
+        if errors:
+            raise InputError(errors)
+
+    # ---- execution -----------------------------------------------------------------------
+
+    async def _run_job(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
+        verifier = job.verifier
+        qualified = verifier.qualified_name()
+        if isinstance(verifier, AsyncVerifier):
+            return await self._run_async(job, responses)
+        budget = verifier.time_budget_s or self.settings.verdict_timeout_s
+        outcomes = await asyncio.gather(
+            *(
+                self.pool.run(verifier.name, job.reference_json, job.options_json, r, budget)
+                for r in responses
+            )
+        )
+        return [self._verdict(qualified, verifier, outcome) for outcome in outcomes]
+
+    async def _run_async(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
+        verifier = job.verifier
+        assert isinstance(verifier, AsyncVerifier)
+        qualified = verifier.qualified_name()
+        start = time.perf_counter()
+        results: Sequence[Check | VerifierError]
+        try:
+            prepared = verifier.prepare(job.reference, job.options)
+            results = await verifier.check_group(responses, prepared, job.options, self.resources)
+        except VerifierError as exc:
+            results = [exc] * len(responses)
+        except Exception as exc:  # a verifier bug is a masked verdict, not a 500
+            results = [VerifierError(f"verifier raised {type(exc).__name__}: {exc}")] * len(responses)
+        elapsed = (time.perf_counter() - start) * 1000.0 / max(1, len(responses))
+        verdicts = []
+        for result in results:
+            if isinstance(result, VerifierError):
+                outcome = TaskOutcome("error", None, str(result)[:500], {}, elapsed)
+            else:
+                outcome = TaskOutcome("ok", result.score, result.reason, result.details, elapsed)
+            verdicts.append(self._verdict(qualified, verifier, outcome))
+        return verdicts
+
+    def _verdict(self, qualified: str, verifier: Verifier, outcome: TaskOutcome) -> Verdict:
+        status = VerdictStatus.ok if outcome.kind in ("ok", "memory", "timeout") else VerdictStatus.error
+        score = outcome.score if status is VerdictStatus.ok else None
+        reason = outcome.reason
+        low, high = verifier.score_range
+        if score is not None and (not math.isfinite(score) or not low <= score <= high):
+            status, reason = (
+                VerdictStatus.error,
+                f"verifier returned {score!r}, outside its range [{low}, {high}]",
+            )
+            score = None
+        verdict = Verdict(
+            score=score,
+            status=status,
+            verifier=qualified,
+            reason=reason,
+            details=outcome.details,
+            duration_ms=round(outcome.elapsed_ms, 3),
+        )
+        self._observe(verdict, verifier.name)
+        return verdict
+
+    # ---- public API ----------------------------------------------------------------------
+
+    async def score_items(self, items: Sequence[ScoreRequest], *, batch: bool = True) -> list[Verdict]:
+        """Score independent items; `batch` says whether field paths are prefixed by items[i]."""
+        if len(items) > self.settings.max_items:
+            raise InputError(
+                [
+                    {
+                        "loc": ["items"],
+                        "msg": f"{len(items)} items; limit {self.settings.max_items}",
+                        "type": "too_many",
+                    }
+                ]
+            )
+        jobs = []
+        for i, item in enumerate(items):
+            item_loc: Loc = ("items", i) if batch else ()
+            jobs.append(self._job(item.verifier, item.reference, item.options, item_loc))
+            self._check_responses([item.response], (*item_loc, "response"), indexed=False)
+        self.pool.check_capacity(len(items))
+        results = await asyncio.gather(
+            *(self._run_job(job, [item.response]) for job, item in zip(jobs, items, strict=True))
+        )
+        return [verdicts[0] for verdicts in results]
+
+    async def score_groups(
+        self, groups: Sequence[GroupSpec], advantage: AdvantageConfig
+    ) -> list[GroupResult]:
+        if len(groups) > self.settings.max_groups:
+            raise InputError(
+                [
+                    {
+                        "loc": ["groups"],
+                        "msg": f"{len(groups)} groups; limit {self.settings.max_groups}",
+                        "type": "too_many",
+                    }
+                ]
+            )
+        planned: list[list[tuple[VerifierComponent, _Job]]] = []
+        total = 0
+        for g, group in enumerate(groups):
+            loc: Loc = ("groups", g)
+            if len(group.responses) > self.settings.max_group_size:
+                raise InputError(
+                    [
+                        {
+                            "loc": [*loc, "responses"],
+                            "msg": f"{len(group.responses)} responses; limit {self.settings.max_group_size}",
+                            "type": "too_many",
+                        }
+                    ]
+                )
+            components = group.components()
+            if len(components) > self.settings.max_components:
+                raise InputError(
+                    [
+                        {
+                            "loc": [*loc, "verifier"],
+                            "msg": f"{len(components)} components; limit {self.settings.max_components}",
+                            "type": "too_many",
+                        }
+                    ]
+                )
+            self._check_responses(group.responses, (*loc, "responses"))
+            comp_loc = (*loc, "verifier") if isinstance(group.verifier, list) else loc
+            jobs = [
+                (
+                    c,
+                    self._job(
+                        c.name,
+                        group.reference,
+                        c.options,
+                        (*comp_loc, i) if isinstance(group.verifier, list) else comp_loc,
+                    ),
+                )
+                for i, c in enumerate(components)
+            ]
+            planned.append(jobs)
+            total += len(group.responses) * len(components)
+        self.pool.check_capacity(total)
+        return list(
+            await asyncio.gather(
+                *(
+                    self._score_group(group, jobs, advantage)
+                    for group, jobs in zip(groups, planned, strict=True)
+                )
+            )
+        )
+
+    async def _score_group(
+        self, group: GroupSpec, jobs: list[tuple[VerifierComponent, _Job]], advantage: AdvantageConfig
+    ) -> GroupResult:
+        per_component = await asyncio.gather(*(self._run_job(job, group.responses) for _, job in jobs))
+        if len(jobs) == 1:
+            verdicts = per_component[0]
+            rewards = [v.score for v in verdicts]
+        else:
+            verdicts, rewards = _combine([c for c, _ in jobs], per_component)
+        stats = group_advantages(rewards, advantage.scale, advantage.epsilon)
+        return GroupResult(
+            verdicts=verdicts,
+            rewards=rewards,
+            advantages=stats.advantages,
+            mean=stats.mean,
+            std=stats.std,
+            zero_variance=stats.zero_variance,
+        )
+
+
+def _combine(
+    components: list[VerifierComponent], per_component: Sequence[list[Verdict]]
+) -> tuple[list[Verdict], list[float | None]]:
+    """Weighted sum per response. One component without a verdict masks the whole sample:
+    a reward missing a term would be on a different scale from its group mates."""
+    verdicts: list[Verdict] = []
+    rewards: list[float | None] = []
+    for parts in zip(*per_component, strict=True):
+        failed = [p for p in parts if p.status is VerdictStatus.error]
+        reward = (
+            None
+            if failed
+            else math.fsum(c.weight * (p.score or 0.0) for c, p in zip(components, parts, strict=True))
+        )
+        verdicts.append(
+            Verdict(
+                score=reward,
+                status=VerdictStatus.error if failed else VerdictStatus.ok,
+                verifier="+".join(
+                    f"{c.weight:g}*{p.verifier}" for c, p in zip(components, parts, strict=True)
+                ),
+                reason="; ".join(f"{p.verifier}: {p.reason}" for p in parts if p.reason) or None,
+                details={"components": [p.model_dump(mode="json") for p in parts]},
+                duration_ms=round(sum(p.duration_ms for p in parts), 3),
+            )
+        )
+        rewards.append(reward)
+    return verdicts, rewards

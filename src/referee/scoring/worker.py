@@ -1,0 +1,74 @@
+"""Code that runs inside verifier worker processes.
+
+Each worker builds the same registry as the service (built-ins, configured extras, plugins) in
+its initializer, so tasks carry only names and JSON, never pickled verifier objects. Parsed
+references are cached per worker: a group of N responses spread over W workers parses its
+reference at most W times, and a gold that recurs across steps (datasets repeat prompts every
+epoch) is not parsed again at all.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from functools import lru_cache
+from typing import Any
+
+from referee.verifiers.base import Check, Verifier
+from referee.verifiers.registry import Registry, build_registry
+
+_registry: Registry | None = None
+
+
+def init_worker(extra_verifiers: list[str], load_plugins: bool, memory_mb: int) -> None:
+    """pebble pool initializer: cap memory, build the registry, warm caches."""
+    global _registry
+    limit = memory_mb * 1024 * 1024
+    # RLIMIT_AS turns a runaway allocation into MemoryError instead of the kernel's OOM killer
+    # picking some process of the host.
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _registry = build_registry(extra_verifiers, plugins=load_plugins)
+
+
+def _get_registry() -> Registry:
+    global _registry
+    if _registry is None:  # direct use without the pool (tests, benchmarks)
+        _registry = build_registry()
+    return _registry
+
+
+@lru_cache(maxsize=2048)
+def _prepared(name: str, reference_json: str, options_json: str) -> tuple[Verifier, Any, Any]:
+    verifier = _get_registry().get(name)
+    options = verifier.validate_options(json.loads(options_json))
+    reference = verifier.validate_reference(json.loads(reference_json))
+    return verifier, verifier.prepare(reference, options), options
+
+
+# A task result travels back as a plain tuple: (kind, score, reason, details, elapsed_ms).
+# kind is "ok" (a Check), "memory" (the check ran out of memory: score 0) or "error" (the
+# verifier raised: no verdict).
+TaskResult = tuple[str, float | None, str | None, dict[str, Any], float]
+
+
+def run_check(name: str, reference_json: str, options_json: str, response: str) -> TaskResult:
+    start = time.perf_counter()
+    try:
+        verifier, prepared, options = _prepared(name, reference_json, options_json)
+        check: Check = verifier.check(response, prepared, options)
+    except MemoryError:
+        _prepared.cache_clear()
+        return ("memory", 0.0, "checker exceeded its memory budget", {}, _ms(start))
+    except Exception as exc:  # a verifier bug must become a masked verdict, not a dead worker
+        return ("error", None, f"verifier raised {type(exc).__name__}: {exc}"[:500], {}, _ms(start))
+    return ("ok", float(check.score), check.reason, dict(check.details), _ms(start))
+
+
+def ping() -> int:
+    """Warm-up / health probe task."""
+    return len(_get_registry())
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

@@ -1,0 +1,90 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request, Response
+
+import referee
+from referee.scoring.engine import Scorer
+from referee.scoring.pool import WorkerPool
+from referee.service.errors import install_error_handlers
+from referee.service.limits import BodySizeLimit
+from referee.service.metrics import Metrics
+from referee.service.routes import router
+from referee.settings import Settings
+from referee.verifiers.registry import build_registry
+
+log = structlog.get_logger(__name__)
+
+
+async def _start_sandbox(settings: Settings) -> Any:
+    """The code sandbox is a resource of the `code` verifier. It never blocks start-up: if
+    Docker is unreachable, the pool records why and code verdicts come back as errors."""
+    if not settings.sandbox:
+        return None
+    from referee.sandbox.pool import SandboxPool
+    from referee.sandbox.settings import SandboxSettings
+
+    pool = SandboxPool(SandboxSettings())
+    await pool.start()
+    return pool
+
+
+def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | None = None) -> FastAPI:
+    """Build the app. `resources` (e.g. {"sandbox": pool}) override those started by default."""
+    settings = settings or Settings()
+    registry = build_registry(settings.extra_verifiers, plugins=settings.load_plugins)
+    pool = WorkerPool(settings)
+    metrics = Metrics(pool)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool.start()
+        await pool.warm_up()
+        owned: dict[str, Any] = {}
+        given = dict(resources or {})
+        if "sandbox" not in given:
+            sandbox = await _start_sandbox(settings)
+            if sandbox is not None:
+                owned["sandbox"] = sandbox
+        app.state.scorer = Scorer(
+            settings, registry, pool, resources={**owned, **given}, observer=metrics.observe_verdict
+        )
+        log.info("referee_started", workers=settings.workers, verifiers=registry.names())
+        try:
+            yield
+        finally:
+            for resource in owned.values():
+                await resource.close()
+            pool.close()
+
+    app = FastAPI(
+        title="Referee",
+        version=referee.__version__,
+        description="Verdicts and group rewards for RL on language models.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.registry = registry
+    install_error_handlers(app)
+    app.include_router(router)
+
+    @app.middleware("http")
+    async def _count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        metrics.requests.labels(request.method, path, str(response.status_code)).inc()
+        metrics.request_latency.labels(path).observe(time.perf_counter() - start)
+        return response
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app

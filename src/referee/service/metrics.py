@@ -1,0 +1,71 @@
+"""Prometheus metrics. Each app gets its own registry so several apps (tests) never collide."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from referee.models import Verdict
+from referee.scoring.pool import WorkerPool
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+
+class _PoolCollector(Collector):
+    """Reads the pool's state at scrape time instead of mirroring it into gauges."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily("referee_pool_workers", "Verifier worker processes", value=self._pool.size)
+        yield GaugeMetricFamily(
+            "referee_pool_pending", "Verdicts queued or running", value=self._pool.pending
+        )
+        yield GaugeMetricFamily(
+            "referee_pool_saturation",
+            "Pending verdicts per worker (above 1 means requests queue)",
+            value=self._pool.pending / max(1, self._pool.size),
+        )
+        yield GaugeMetricFamily(
+            "referee_pool_timeouts", "Checks killed at their time budget", value=self._pool.timeouts
+        )
+        yield GaugeMetricFamily(
+            "referee_pool_crashes", "Worker processes that died", value=self._pool.crashes
+        )
+
+
+class Metrics:
+    def __init__(self, pool: WorkerPool) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "referee_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
+        )
+        self.request_latency = Histogram(
+            "referee_http_request_seconds",
+            "HTTP request latency",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.verdicts = Counter(
+            "referee_verdicts",
+            "Verdicts by verifier and status",
+            ["verifier", "status"],
+            registry=self.registry,
+        )
+        self.verdict_latency = Histogram(
+            "referee_verdict_seconds",
+            "Time to reach one verdict",
+            ["verifier"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_PoolCollector(pool))
+
+    def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
+        self.verdicts.labels(verifier, verdict.status.value).inc()
+        self.verdict_latency.labels(verifier).observe(verdict.duration_ms / 1000.0)

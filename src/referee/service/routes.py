@@ -1,0 +1,114 @@
+"""HTTP routes. Thin: parse, call the Scorer, shape the response."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from referee.models import (
+    BatchScoreRequest,
+    BatchScoreResponse,
+    ErrorBody,
+    GroupsRequest,
+    GroupsResponse,
+    ScoreBody,
+    Verdict,
+    VerifierExample,
+    VerifierInfo,
+    VerifierList,
+)
+from referee.scoring.engine import Scorer
+from referee.service.metrics import Metrics
+from referee.verifiers.base import Verifier
+
+router = APIRouter()
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Unknown verifier"},
+    413: {"model": ErrorBody, "description": "Body too large"},
+    422: {"model": ErrorBody, "description": "Invalid request; `detail` names the fields"},
+    503: {"model": ErrorBody, "description": "Overloaded; retry after the Retry-After header"},
+}
+
+
+def get_scorer(request: Request) -> Scorer:
+    scorer: Scorer = request.app.state.scorer
+    return scorer
+
+
+def get_metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+
+
+@router.post("/v1/score", response_model=Verdict | BatchScoreResponse, responses=_ERRORS, tags=["scoring"])
+async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdict | BatchScoreResponse:
+    """Score one response, or a batch of independent items (`{"items": [...]}`)."""
+    if isinstance(body, BatchScoreRequest):
+        return BatchScoreResponse(verdicts=await scorer.score_items(body.items, batch=True))
+    (verdict,) = await scorer.score_items([body], batch=False)
+    return verdict
+
+
+@router.post("/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"])
+async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
+    """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
+    return GroupsResponse(groups=await scorer.score_groups(body.groups, body.advantage))
+
+
+def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
+    return VerifierInfo(
+        name=verifier.name,
+        version=verifier.version,
+        description=verifier.description,
+        reference_schema=verifier.reference_adapter().json_schema(),
+        options_schema=verifier.options_model.model_json_schema(),
+        score_range=verifier.score_range,
+        example=VerifierExample.model_validate(verifier.example),
+        kind=kind,
+    )
+
+
+@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"])
+async def list_verifiers(scorer: ScorerDep) -> VerifierList:
+    registry = scorer.registry
+    return VerifierList(verifiers=[verifier_info(v, registry.kind(v.name)) for v in registry])
+
+
+@router.get("/v1/verifiers/{name}", response_model=VerifierInfo, responses=_ERRORS, tags=["verifiers"])
+async def get_verifier(name: str, scorer: ScorerDep) -> VerifierInfo:
+    verifier = scorer.registry.get(name)
+    return verifier_info(verifier, scorer.registry.kind(verifier.name))
+
+
+@router.get("/livez", tags=["health"])
+async def livez() -> dict[str, str]:
+    return {"status": "alive"}
+
+
+@router.get("/readyz", tags=["health"])
+async def readyz(request: Request, scorer: ScorerDep) -> JSONResponse:
+    """Ready when the worker pool runs; the sandbox is reported (code verdicts need it) but
+    does not make the service unready: every other verifier keeps working without it."""
+    checks: dict[str, dict[str, Any]] = {
+        "workers": {"ok": scorer.pool.alive(), "size": scorer.pool.size, "pending": scorer.pool.pending}
+    }
+    sandbox = scorer.resources.get("sandbox")
+    if sandbox is not None:
+        ok, reason = sandbox.health()
+        checks["sandbox"] = {"ok": ok, "reason": reason}
+    else:
+        checks["sandbox"] = {"ok": False, "reason": "sandbox disabled"}
+    ready = checks["workers"]["ok"]
+    return JSONResponse(status_code=200 if ready else 503, content={"ready": ready, "checks": checks})
+
+
+@router.get("/metrics", tags=["health"])
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(get_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,52 @@
+"""Service configuration: environment variables with the `REFEREE_` prefix (or a .env file)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REFEREE_", env_file=".env", extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Bind address; loopback unless you mean it.")
+    port: int = Field(default=8000, ge=0, le=65535)
+    workers: int = Field(default_factory=_default_workers, ge=1, le=256, description="Verifier processes.")
+    log_level: str = "info"
+    log_json: bool = False
+
+    # Time: the hard wall-clock budget of one verdict. A check that exceeds it gets score 0 with
+    # a reason, and its worker process is killed and replaced.
+    verdict_timeout_s: float = Field(default=2.0, gt=0.0, le=600.0)
+    # Memory cap (address space) of each verifier worker; a check that exceeds it gets score 0.
+    worker_memory_mb: int = Field(default=2048, ge=128)
+    # Back-pressure: verdicts queued or running before new requests get 503 + Retry-After.
+    max_pending_verdicts: int = Field(default=20000, ge=1)
+
+    # Request limits (clear 4xx errors beyond them).
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    max_items: int = Field(default=1024, ge=1, description="Items per /v1/score batch.")
+    max_groups: int = Field(default=256, ge=1, description="Groups per /v1/groups request.")
+    max_group_size: int = Field(default=512, ge=1, description="Responses per group.")
+    max_response_chars: int = Field(default=4_000_000, ge=1)
+    max_components: int = Field(default=8, ge=1, description="Weighted verifiers per group.")
+
+    # "module:Class" verifier classes to register besides built-ins and entry-point plugins.
+    extra_verifiers: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    load_plugins: bool = True
+    # Start the Docker sandbox used by the `code` verifier (settings: REFEREE_SANDBOX_*).
+    sandbox: bool = True
+
+    @field_validator("extra_verifiers", mode="before")
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value

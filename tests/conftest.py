@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.client import Client
+from referee.service.background import BackgroundServer
+from referee.settings import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+EVALS = Path(os.environ.get("REFEREE_EVALS_DIR", REPO.parent / "shared" / "evals"))
+TEST_VERIFIERS = "tests.support.verifiers:TEST_VERIFIERS"
+
+
+def make_settings(**overrides: object) -> Settings:
+    base: dict[str, object] = {
+        "workers": 2,
+        "sandbox": False,
+        "extra_verifiers": [TEST_VERIFIERS],
+        "verdict_timeout_s": 2.0,
+    }
+    base.update(overrides)
+    return Settings(**base)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def evals_dir() -> Path:
+    assert EVALS.is_dir(), f"evaluation data not found at {EVALS} (set REFEREE_EVALS_DIR)"
+    return EVALS
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[BackgroundServer]:
+    """A real uvicorn server on loopback, without the Docker sandbox."""
+    with BackgroundServer(make_settings()) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def client(server: BackgroundServer) -> Iterator[Client]:
+    with Client(server.url, timeout=120) as c:
+        yield c

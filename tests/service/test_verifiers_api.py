@@ -1,0 +1,56 @@
+"""/v1/verifiers: discovery, schemas, and every published example reproduces its score."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from referee.service.background import BackgroundServer
+from referee.verifiers.registry import build_registry
+
+BUILTINS = [v.name for v in build_registry(plugins=False)]
+
+
+@pytest.fixture()
+def http(server: BackgroundServer) -> httpx.Client:
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        yield c
+
+
+def test_list_has_schemas_and_examples(http: httpx.Client) -> None:
+    body = http.get("/v1/verifiers").json()
+    by_name = {v["name"]: v for v in body["verifiers"]}
+    assert set(BUILTINS) <= set(by_name)
+    for name in BUILTINS:
+        info = by_name[name]
+        assert info["version"] and info["description"]
+        assert isinstance(info["reference_schema"], dict) and isinstance(info["options_schema"], dict)
+        assert info["example"]["response"] is not None
+        low, high = info["score_range"]
+        assert low <= high
+
+
+def test_get_one_and_unknown(http: httpx.Client) -> None:
+    assert http.get("/v1/verifiers/exact").json()["name"] == "exact"
+    r = http.get("/v1/verifiers/definitely-not")
+    assert r.status_code == 404 and "exact" in r.json()["detail"]["known"]
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_published_example_reproduces_its_expected_score(http: httpx.Client, name: str) -> None:
+    example = http.get(f"/v1/verifiers/{name}").json()["example"]
+    payload = {
+        "verifier": name,
+        "response": example["response"],
+        "reference": example["reference"],
+        "options": example["options"],
+    }
+    verdict = http.post("/v1/score", json=payload).json()
+    assert verdict["status"] == "ok", verdict
+    assert verdict["score"] == pytest.approx(example["expected_score"])
+
+
+def test_openapi_and_docs_are_served(http: httpx.Client) -> None:
+    spec = http.get("/openapi.json").json()
+    assert "/v1/score" in spec["paths"] and "/v1/groups" in spec["paths"]
+    assert http.get("/docs").status_code == 200

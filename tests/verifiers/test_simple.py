@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+from pydantic import ValidationError
+
+from referee.verifiers.simple import (
+    ExactVerifier,
+    MultipleChoiceVerifier,
+    NumericVerifier,
+    RegexVerifier,
+    parse_number,
+)
+
+exact, regex, numeric, choice = ExactVerifier(), RegexVerifier(), NumericVerifier(), MultipleChoiceVerifier()
+
+
+@pytest.mark.parametrize(
+    ("response", "reference", "options", "score"),
+    [
+        ("Paris", "Paris", {}, 1.0),
+        ("  Paris\n", "Paris", {}, 1.0),
+        ("New   York", "New York", {}, 1.0),
+        ("paris", "Paris", {}, 0.0),
+        ("paris", "Paris", {"case_sensitive": False}, 1.0),
+        ("New   York", "New York", {"collapse_whitespace": False}, 0.0),
+        ("Cafe\u0301", "Café", {}, 1.0),  # NFC
+        ("<think>x</think><answer> 42 </answer>", "42", {"extract": "answer_tag"}, 1.0),
+        ("<think>42", "42", {"extract": "final"}, 0.0),  # unclosed think: no final answer
+        ("", "Paris", {}, 0.0),
+    ],
+)
+def test_exact(response: str, reference: str, options: dict, score: float) -> None:
+    assert exact.score(response, reference, options).score == score
+
+
+def test_exact_rejects_unknown_options() -> None:
+    with pytest.raises(ValidationError):
+        exact.score("a", "a", {"casesensitive": True})
+
+
+@pytest.mark.parametrize(
+    ("response", "pattern", "options", "score"),
+    [
+        ("AB-1234", r"[A-Z]{2}-\d{4}", {}, 1.0),
+        ("code AB-1234 here", r"[A-Z]{2}-\d{4}", {}, 0.0),
+        ("code AB-1234 here", r"[A-Z]{2}-\d{4}", {"mode": "search"}, 1.0),
+        ("ab-1234", r"[A-Z]{2}-\d{4}", {"ignore_case": True}, 1.0),
+    ],
+)
+def test_regex(response: str, pattern: str, options: dict, score: float) -> None:
+    assert regex.score(response, pattern, options).score == score
+
+
+def test_regex_is_linear_on_catastrophic_patterns() -> None:
+    start = time.perf_counter()
+    check = regex.score("a" * 50_000 + "!", r"(a+)+$")
+    assert check.score == 0.0
+    assert time.perf_counter() - start < 1.0  # backtracking engines take ages here
+
+
+@pytest.mark.parametrize("pattern", ["(unclosed", r"(a)\1", "x" * 3000])
+def test_regex_rejects_bad_patterns(pattern: str) -> None:
+    with pytest.raises(ValidationError):
+        regex.score("a", pattern)
+
+
+@pytest.mark.parametrize(
+    ("response", "reference", "options", "score"),
+    [
+        ("\\boxed{1,250}", 1250, {}, 1.0),
+        ("Answer: 3/4", "0.75", {}, 1.0),
+        ("The result is 0.1 + 0.2", 0.3, {}, 0.0),  # two numbers: not an answer
+        ("#### 100.0001", 100, {"rel_tol": 1e-5}, 1.0),
+        ("#### 100.01", 100, {"rel_tol": 1e-5}, 0.0),
+        ("#### 100.01", 100, {"abs_tol": 0.1}, 1.0),
+        ("Answer: −5", -5, {}, 1.0),
+        ("Answer: 1e400000", 1, {}, 0.0),
+        ("Answer: banana", 1, {}, 0.0),
+        ("<think>42", 42, {}, 0.0),
+    ],
+)
+def test_numeric(response: str, reference: object, options: dict, score: float) -> None:
+    assert numeric.score(response, reference, options).score == score
+
+
+def test_parse_number_is_exact() -> None:
+    assert parse_number("0.1") + parse_number("0.2") == parse_number("0.3")
+    assert parse_number("1/0") is None and parse_number("") is None
+
+
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("(C)", 1.0),
+        ("Answer: C", 1.0),
+        ("The answer is (C).", 1.0),
+        ("\\boxed{C}", 1.0),
+        ("\\boxed{\\text{(C)}}", 1.0),
+        ("After checking each option, **C**", 1.0),
+        ("C) 42", 1.0),
+        ("Answer: B", 0.0),
+        ("It is either (A) or (C).", 0.0),  # hedge
+        ("<think>(C) looks right</think>Answer: (B)", 0.0),
+        ("<think>Answer: C", 0.0),  # unclosed think
+        ("I cannot decide.", 0.0),
+        ("Answer: Z", 0.0),  # not among the choices
+    ],
+)
+def test_multiple_choice(response: str, score: float) -> None:
+    assert choice.score(response, "C").score == score
+
+
+def test_multiple_choice_custom_choices() -> None:
+    assert choice.score("Answer: E", {"answer": "E", "choices": "ABCDE"}).score == 1.0
+    assert choice.score("Answer: F", {"answer": "E", "choices": "ABCDE"}).score == 0.0
