@@ -1,0 +1,1 @@
+"""Transport-free scoring: worker pool, orchestration, group advantages."""
