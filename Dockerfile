@@ -16,8 +16,12 @@ RUN python3 -m venv /opt/referee && mkdir -p /data && chown 65534:65534 /data
 COPY docker/wheels /wheels
 COPY pyproject.toml README.md /src/
 COPY src /src/src
-RUN /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels /src \
-    && rm -rf /wheels /src
+# The wheelhouse holds referee's own wheel when built by `make image`; otherwise build from /src.
+RUN if ls /wheels/referee-*.whl >/dev/null 2>&1; then \
+        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels referee; \
+    else \
+        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels /src; \
+    fi && rm -rf /wheels /src
 
 # The service never runs submitted code itself; it drives sibling sandbox containers through
 # the Docker socket when one is mounted (see docker-compose.yml).

@@ -26,6 +26,6 @@ if [ -z "$base" ]; then
 fi
 
 rm -f docker/wheels/*.whl
-"$PY" -m pip wheel -q --wheel-dir docker/wheels .
+"$PY" -m pip wheel -q --wheel-dir docker/wheels . 2> >(grep -v "^WARNING: Location" >&2)
 docker build -q --build-arg BASE="$base" -t "$IMAGE" . >/dev/null
 echo "$IMAGE"
