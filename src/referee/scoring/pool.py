@@ -86,13 +86,13 @@ class WorkerPool:
             )
 
     async def run(
-        self, name: str, reference_json: str, options_json: str, response: str, timeout_s: float
+        self, ref: worker.WorkerRef, reference_json: str, options_json: str, response: str, timeout_s: float
     ) -> TaskOutcome:
         pool = self._require()
         self.pending += 1
         try:
             future = pool.schedule(
-                worker.run_check, args=(name, reference_json, options_json, response), timeout=timeout_s
+                worker.run_check, args=(ref, reference_json, options_json, response), timeout=timeout_s
             )
             try:
                 kind, score, reason, details, elapsed = await asyncio.wrap_future(future)

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from referee.verifiers.base import Check, Verifier
-from referee.verifiers.registry import Registry, build_registry
+from referee.verifiers.registry import Registry, build_registry, import_object
 
 _registry: Registry | None = None
 
@@ -38,9 +38,25 @@ def _get_registry() -> Registry:
     return _registry
 
 
+WorkerRef = str | tuple[str, str]
+
+
+@lru_cache(maxsize=256)
+def _from_factory(factory_path: str, spec_json: str) -> Verifier:
+    factory = import_object(factory_path)
+    verifier: Verifier = factory(spec_json)
+    return verifier
+
+
+def resolve(ref: WorkerRef) -> Verifier:
+    if isinstance(ref, str):
+        return _get_registry().get(ref)
+    return _from_factory(*ref)
+
+
 @lru_cache(maxsize=2048)
-def _prepared(name: str, reference_json: str, options_json: str) -> tuple[Verifier, Any, Any]:
-    verifier = _get_registry().get(name)
+def _prepared(ref: WorkerRef, reference_json: str, options_json: str) -> tuple[Verifier, Any, Any]:
+    verifier = resolve(ref)
     options = verifier.validate_options(json.loads(options_json))
     reference = verifier.validate_reference(json.loads(reference_json))
     return verifier, verifier.prepare(reference, options), options
@@ -52,10 +68,10 @@ def _prepared(name: str, reference_json: str, options_json: str) -> tuple[Verifi
 TaskResult = tuple[str, float | None, str | None, dict[str, Any], float]
 
 
-def run_check(name: str, reference_json: str, options_json: str, response: str) -> TaskResult:
+def run_check(ref: WorkerRef, reference_json: str, options_json: str, response: str) -> TaskResult:
     start = time.perf_counter()
     try:
-        verifier, prepared, options = _prepared(name, reference_json, options_json)
+        verifier, prepared, options = _prepared(ref, reference_json, options_json)
         check: Check = verifier.check(response, prepared, options)
     except MemoryError:
         _prepared.cache_clear()

@@ -81,6 +81,12 @@ class Verifier:
     def qualified_name(cls) -> str:
         return f"{cls.name}@{cls.version}"
 
+    def worker_ref(self) -> str | tuple[str, str]:
+        """How a worker process finds this verifier: a registry name, or for verifiers built
+        at run time (types registered through the API) a ("module:factory", spec_json) pair;
+        the worker calls factory(spec_json) once and caches the instance."""
+        return self.name
+
     def prepare(self, reference: Any, options: Any) -> Any:
         """Parse the (validated) reference once per group. The default keeps it as is."""
         return reference
