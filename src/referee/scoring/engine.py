@@ -118,7 +118,7 @@ class Scorer:
         budget = verifier.time_budget_s or self.settings.verdict_timeout_s
         outcomes = await asyncio.gather(
             *(
-                self.pool.run(verifier.name, job.reference_json, job.options_json, r, budget)
+                self.pool.run(verifier.worker_ref(), job.reference_json, job.options_json, r, budget)
                 for r in responses
             )
         )
