@@ -29,7 +29,7 @@ def free_port() -> int:
 def summarize(seconds: Sequence[float]) -> dict[str, float]:
     """Latency figures in milliseconds."""
     ordered = sorted(seconds)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return {
         "n": len(ordered),
         "median_ms": round(statistics.median(ordered) * 1000, 3),
@@ -43,7 +43,9 @@ def uvicorn_server(**env: str) -> Iterator[str]:
     """`referee serve` as its own process (a real deployment's shape: no shared GIL)."""
     port = free_port()
     full_env = {**os.environ, "REFEREE_PORT": str(port), "REFEREE_LOG_LEVEL": "warning", **env}
-    proc = subprocess.Popen([sys.executable, "-m", "referee", "serve"], env=full_env, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "referee", "serve"], env=full_env, stdout=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, field_validator
@@ -11,6 +12,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 def _default_workers() -> int:
     return max(1, os.cpu_count() or 1)
+
+
+def _default_db_path() -> Path:
+    # Absolute, so the service finds the same registered types whatever directory it starts in.
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "referee" / "referee.db"
 
 
 class Settings(BaseSettings):
@@ -44,7 +51,26 @@ class Settings(BaseSettings):
     # Start the Docker sandbox used by the `code` verifier (settings: REFEREE_SANDBOX_*).
     sandbox: bool = True
 
-    @field_validator("extra_verifiers", mode="before")
+    # Verifier types registered through the API (SQLite; created on the first registration).
+    db_path: Path = Field(
+        default_factory=_default_db_path, description="Default: $XDG_DATA_HOME/referee/referee.db."
+    )
+    max_registered_types: int = Field(default=100, ge=0, description="Active registered type names.")
+    max_registered_source_bytes: int = Field(default=64 * 1024, ge=256, description="Spec or source size.")
+    max_registered_examples: int = Field(default=32, ge=1)
+    # Auth: `Authorization: Bearer KEY`. Admin keys register and delete types (and may score);
+    # API keys score. No key configured at all = open (local use; logged at start-up).
+    admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
+    api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
+    # Webhook verifiers: hosts they may call ("host", "host:port" or "*.domain"); empty = none.
+    webhook_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    webhook_timeout_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per attempt.")
+    webhook_retries: int = Field(default=2, ge=0, le=5)
+    webhook_max_concurrency: int = Field(default=32, ge=1, description="Calls in flight per type.")
+    webhook_breaker_failures: int = Field(default=5, ge=1, description="Consecutive failures to open.")
+    webhook_breaker_reset_s: float = Field(default=30.0, gt=0.0, description="Open state before a trial.")
+
+    @field_validator("extra_verifiers", "admin_keys", "api_keys", "webhook_allowed_hosts", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):
