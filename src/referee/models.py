@@ -11,7 +11,7 @@ import math
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 JSONObject = dict[str, Any]
 
@@ -107,6 +107,21 @@ class GroupSpec(_Strict):
     options: JSONObject = Field(
         default_factory=dict, description="Options for a single-name verifier (components carry their own)."
     )
+    response_options: list[JSONObject] | None = Field(
+        default=None,
+        description=(
+            'Per-response option values, one object per response (e.g. {"length": 812} tokens for '
+            "length.overlong), merged into the options of every component that declares those keys."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _one_options_object_per_response(self) -> GroupSpec:
+        if self.response_options is not None and len(self.response_options) != len(self.responses):
+            raise ValueError(
+                f"response_options has {len(self.response_options)} entries for {len(self.responses)} responses"
+            )
+        return self
 
     def components(self) -> list[VerifierComponent]:
         if isinstance(self.verifier, str):

@@ -169,3 +169,36 @@ def test_bad_groups_are_rejected(http: httpx.Client, payload: dict, status: int)
     r = http.post("/v1/groups", json=payload)
     assert r.status_code == status, r.text
     assert "error" in r.json()
+
+
+def test_per_response_options_drive_length_shaping(http: httpx.Client) -> None:
+    # DAPO overlong penalty with token counts the trainer knows and the service cannot.
+    body = {
+        "groups": [
+            {
+                "verifier": [
+                    {"name": "exact", "weight": 1.0},
+                    {
+                        "name": "length.overlong",
+                        "weight": 1.0,
+                        "options": {"unit": "tokens", "max_length": 100, "cache_length": 20},
+                    },
+                ],
+                "reference": "a",
+                "responses": ["a", "a", "b"],
+                "response_options": [{"length": 50}, {"length": 90}, {"length": 120}],
+            }
+        ]
+    }
+    r = http.post("/v1/groups", json=body)
+    assert r.status_code == 200, r.text
+    (group,) = r.json()["groups"]
+    assert group["rewards"] == pytest.approx([1.0, 1.0 - 0.5, 0.0 - 1.0])
+
+
+def test_per_response_options_must_match_and_be_used(http: httpx.Client) -> None:
+    base = {"verifier": "exact", "reference": "a", "responses": ["a", "b"]}
+    r = http.post("/v1/groups", json={"groups": [{**base, "response_options": [{}]}]})
+    assert r.status_code == 422
+    r = http.post("/v1/groups", json={"groups": [{**base, "response_options": [{"lenght": 3}, {}]}]})
+    assert r.status_code == 422 and "lenght" in r.json()["message"]

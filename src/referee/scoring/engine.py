@@ -173,16 +173,7 @@ class Scorer:
 
     async def score_items(self, items: Sequence[ScoreRequest], *, batch: bool = True) -> list[Verdict]:
         """Score independent items; `batch` says whether field paths are prefixed by items[i]."""
-        if len(items) > self.settings.max_items:
-            raise InputError(
-                [
-                    {
-                        "loc": ["items"],
-                        "msg": f"{len(items)} items; limit {self.settings.max_items}",
-                        "type": "too_many",
-                    }
-                ]
-            )
+        _limit(("items",), "items", len(items), self.settings.max_items)
         jobs = []
         for i, item in enumerate(items):
             item_loc: Loc = ("items", i) if batch else ()
@@ -197,56 +188,17 @@ class Scorer:
     async def score_groups(
         self, groups: Sequence[GroupSpec], advantage: AdvantageConfig
     ) -> list[GroupResult]:
-        if len(groups) > self.settings.max_groups:
-            raise InputError(
-                [
-                    {
-                        "loc": ["groups"],
-                        "msg": f"{len(groups)} groups; limit {self.settings.max_groups}",
-                        "type": "too_many",
-                    }
-                ]
-            )
-        planned: list[list[tuple[VerifierComponent, _Job]]] = []
+        limits = self.settings
+        _limit(("groups",), "groups", len(groups), limits.max_groups)
+        planned: list[list[tuple[VerifierComponent, list[_Job]]]] = []
         total = 0
         for g, group in enumerate(groups):
             loc: Loc = ("groups", g)
-            if len(group.responses) > self.settings.max_group_size:
-                raise InputError(
-                    [
-                        {
-                            "loc": [*loc, "responses"],
-                            "msg": f"{len(group.responses)} responses; limit {self.settings.max_group_size}",
-                            "type": "too_many",
-                        }
-                    ]
-                )
             components = group.components()
-            if len(components) > self.settings.max_components:
-                raise InputError(
-                    [
-                        {
-                            "loc": [*loc, "verifier"],
-                            "msg": f"{len(components)} components; limit {self.settings.max_components}",
-                            "type": "too_many",
-                        }
-                    ]
-                )
+            _limit((*loc, "responses"), "responses", len(group.responses), limits.max_group_size)
+            _limit((*loc, "verifier"), "components", len(components), limits.max_components)
             self._check_responses(group.responses, (*loc, "responses"))
-            comp_loc = (*loc, "verifier") if isinstance(group.verifier, list) else loc
-            jobs = [
-                (
-                    c,
-                    self._job(
-                        c.name,
-                        group.reference,
-                        c.options,
-                        (*comp_loc, i) if isinstance(group.verifier, list) else comp_loc,
-                    ),
-                )
-                for i, c in enumerate(components)
-            ]
-            planned.append(jobs)
+            planned.append(self._plan_group(group, components, loc))
             total += len(group.responses) * len(components)
         self.pool.check_capacity(total)
         return list(
@@ -258,10 +210,65 @@ class Scorer:
             )
         )
 
+    def _plan_group(
+        self, group: GroupSpec, components: list[VerifierComponent], loc: Loc
+    ) -> list[tuple[VerifierComponent, list[_Job]]]:
+        """One job per component, or per component and response when the group carries
+        per-response options (token lengths for length shaping, say)."""
+        plan = []
+        per_response = group.response_options
+        accepted: set[str] = set()
+        for i, c in enumerate(components):
+            comp_loc = (*loc, "verifier", i) if isinstance(group.verifier, list) else loc
+            if per_response is None:
+                plan.append(
+                    (c, [self._job(c.name, group.reference, c.options, comp_loc)] * len(group.responses))
+                )
+                continue
+            # Options are validated as merged: a component may need a per-response value
+            # (unit="tokens" needs each response's length) that its own options lack.
+            fields = set(self.registry.get(c.name).options_model.model_fields)
+            base: _Job | None = None
+            jobs = []
+            for r, extra in enumerate(per_response):
+                own = {k: v for k, v in extra.items() if k in fields}
+                accepted |= own.keys()
+                if own:
+                    jobs.append(
+                        self._job(
+                            c.name, group.reference, {**c.options, **own}, (*loc, "response_options", r)
+                        )
+                    )
+                else:
+                    base = base or self._job(c.name, group.reference, c.options, comp_loc)
+                    jobs.append(base)
+            plan.append((c, jobs))
+        if per_response is not None:
+            unused = sorted({k for extra in per_response for k in extra} - accepted)
+            if unused:
+                raise InputError(
+                    [
+                        {
+                            "loc": [*loc, "response_options"],
+                            "msg": f"no verifier of this group takes the option(s) {unused}",
+                            "type": "unused_option",
+                        }
+                    ]
+                )
+        return plan
+
+    async def _run_component(self, jobs: list[_Job], responses: Sequence[str]) -> list[Verdict]:
+        if all(job is jobs[0] for job in jobs):
+            return await self._run_job(jobs[0], responses)
+        parts = await asyncio.gather(
+            *(self._run_job(job, [r]) for job, r in zip(jobs, responses, strict=True))
+        )
+        return [verdicts[0] for verdicts in parts]
+
     async def _score_group(
-        self, group: GroupSpec, jobs: list[tuple[VerifierComponent, _Job]], advantage: AdvantageConfig
+        self, group: GroupSpec, jobs: list[tuple[VerifierComponent, list[_Job]]], advantage: AdvantageConfig
     ) -> GroupResult:
-        per_component = await asyncio.gather(*(self._run_job(job, group.responses) for _, job in jobs))
+        per_component = await asyncio.gather(*(self._run_component(js, group.responses) for _, js in jobs))
         if len(jobs) == 1:
             verdicts = per_component[0]
             rewards = [v.score for v in verdicts]
@@ -276,6 +283,11 @@ class Scorer:
             std=stats.std,
             zero_variance=stats.zero_variance,
         )
+
+
+def _limit(loc: Loc, what: str, count: int, limit: int) -> None:
+    if count > limit:
+        raise InputError([{"loc": list(loc), "msg": f"{count} {what}; limit {limit}", "type": "too_many"}])
 
 
 def _combine(
