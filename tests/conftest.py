@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,8 @@ def make_settings(**overrides: object) -> Settings:
         "sandbox": False,
         "extra_verifiers": [TEST_VERIFIERS],
         "verdict_timeout_s": 2.0,
+        # Never the user's database: every test server gets a fresh one.
+        "db_path": Path(tempfile.mkdtemp(prefix="referee-test-")) / "referee.db",
     }
     base.update(overrides)
     return Settings(**base)  # type: ignore[arg-type]

@@ -70,9 +70,13 @@ class Scorer:
         pool: WorkerPool,
         resources: Mapping[str, Any] | None = None,
         observer: Callable[[Verdict, str], None] | None = None,
+        resolver: Callable[[str], Verifier] | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
+        # Name -> verifier. The service passes its catalog's resolver (built-ins, then types
+        # registered through the API, `name@N` pinned); raises UnknownVerifier.
+        self.resolve: Callable[[str], Verifier] = resolver or registry.get
         self.pool = pool
         self.resources: dict[str, Any] = dict(resources or {})
         self._observe = observer or (lambda verdict, name: None)
@@ -80,7 +84,10 @@ class Scorer:
     # ---- validation ----------------------------------------------------------------------
 
     def _job(self, name: str, reference: Any, options: Mapping[str, Any], loc: Loc) -> _Job:
-        verifier = self.registry.get(name)  # UnknownVerifier propagates: the route answers 404
+        # UnknownVerifier propagates: the route answers 404
+        return self._job_for(self.resolve(name), reference, options, loc)
+
+    def _job_for(self, verifier: Verifier, reference: Any, options: Mapping[str, Any], loc: Loc) -> _Job:
         errors: list[dict[str, Any]] = []
         try:
             opts = verifier.validate_options(options)
@@ -182,6 +189,19 @@ class Scorer:
         self.pool.check_capacity(len(items))
         results = await asyncio.gather(
             *(self._run_job(job, [item.response]) for job, item in zip(jobs, items, strict=True))
+        )
+        return [verdicts[0] for verdicts in results]
+
+    async def score_with(
+        self, verifier: Verifier, items: Sequence[tuple[str, Any, Mapping[str, Any]]], loc: Loc = ()
+    ) -> list[Verdict]:
+        """Score (response, reference, options) items with a verifier object that has no name
+        in the catalog yet: the activation gate of types registered through the API."""
+        jobs = [self._job_for(verifier, ref, opts, (*loc, i)) for i, (_, ref, opts) in enumerate(items)]
+        self._check_responses([r for r, _, _ in items], loc)
+        self.pool.check_capacity(len(items))
+        results = await asyncio.gather(
+            *(self._run_job(job, [r]) for job, (r, _, _) in zip(jobs, items, strict=True))
         )
         return [verdicts[0] for verdicts in results]
 

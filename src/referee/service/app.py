@@ -11,12 +11,16 @@ import structlog
 from fastapi import FastAPI, Request, Response
 
 import referee
+from referee.registered.catalog import Catalog
+from referee.registered.store import SQLiteStore
 from referee.scoring.engine import Scorer
 from referee.scoring.pool import WorkerPool
+from referee.service.auth import install_auth
 from referee.service.errors import install_error_handlers
 from referee.service.limits import BodySizeLimit
 from referee.service.metrics import Metrics
 from referee.service.routes import router
+from referee.service.routes_registry import router as registry_router
 from referee.settings import Settings
 from referee.verifiers.registry import build_registry
 
@@ -42,6 +46,8 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
     registry = build_registry(settings.extra_verifiers, plugins=settings.load_plugins)
     pool = WorkerPool(settings)
     metrics = Metrics(pool)
+    # Built-ins plus the types registered through the API (persisted at settings.db_path).
+    catalog = Catalog(settings, registry, SQLiteStore(settings.db_path))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -54,14 +60,21 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
             if sandbox is not None:
                 owned["sandbox"] = sandbox
         app.state.scorer = Scorer(
-            settings, registry, pool, resources={**owned, **given}, observer=metrics.observe_verdict
+            settings,
+            registry,
+            pool,
+            resources={**owned, **given},
+            observer=metrics.observe_verdict,
+            resolver=catalog.resolve,
         )
-        log.info("referee_started", workers=settings.workers, verifiers=registry.names())
+        auth.log_mode()
+        log.info("referee_started", workers=settings.workers, verifiers=catalog.names())
         try:
             yield
         finally:
             for resource in owned.values():
                 await resource.close()
+            await catalog.aclose()
             pool.close()
 
     app = FastAPI(
@@ -73,8 +86,11 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.registry = registry
+    app.state.catalog = catalog
     install_error_handlers(app)
+    auth = install_auth(app, settings)
     app.include_router(router)
+    app.include_router(registry_router)
 
     @app.middleware("http")
     async def _count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

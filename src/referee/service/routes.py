@@ -20,7 +20,9 @@ from referee.models import (
     VerifierInfo,
     VerifierList,
 )
+from referee.registered.catalog import Catalog
 from referee.scoring.engine import Scorer
+from referee.service.auth import require_client
 from referee.service.metrics import Metrics
 from referee.verifiers.base import Verifier
 
@@ -44,10 +46,24 @@ def get_metrics(request: Request) -> Metrics:
     return metrics
 
 
+def get_catalog(request: Request) -> Catalog:
+    catalog: Catalog = request.app.state.catalog
+    return catalog
+
+
 ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+# Scoring and catalog reads need an API or admin key once keys are configured.
+_CLIENT = [Depends(require_client)]
 
 
-@router.post("/v1/score", response_model=Verdict | BatchScoreResponse, responses=_ERRORS, tags=["scoring"])
+@router.post(
+    "/v1/score",
+    response_model=Verdict | BatchScoreResponse,
+    responses=_ERRORS,
+    tags=["scoring"],
+    dependencies=_CLIENT,
+)
 async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdict | BatchScoreResponse:
     """Score one response, or a batch of independent items (`{"items": [...]}`)."""
     if isinstance(body, BatchScoreRequest):
@@ -56,7 +72,9 @@ async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdic
     return verdict
 
 
-@router.post("/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"])
+@router.post(
+    "/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"], dependencies=_CLIENT
+)
 async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
     return GroupsResponse(groups=await scorer.score_groups(body.groups, body.advantage))
@@ -75,16 +93,25 @@ def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
     )
 
 
-@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"])
-async def list_verifiers(scorer: ScorerDep) -> VerifierList:
+@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"], dependencies=_CLIENT)
+async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList:
+    """Built-ins, then registered types (kind declarative/python/webhook, latest version)."""
     registry = scorer.registry
-    return VerifierList(verifiers=[verifier_info(v, registry.kind(v.name)) for v in registry])
+    builtin = [verifier_info(v, registry.kind(v.name)) for v in registry]
+    return VerifierList(verifiers=builtin + [verifier_info(v, catalog.kind(v)) for v in catalog.registered()])
 
 
-@router.get("/v1/verifiers/{name}", response_model=VerifierInfo, responses=_ERRORS, tags=["verifiers"])
-async def get_verifier(name: str, scorer: ScorerDep) -> VerifierInfo:
-    verifier = scorer.registry.get(name)
-    return verifier_info(verifier, scorer.registry.kind(verifier.name))
+@router.get(
+    "/v1/verifiers/{name}",
+    response_model=VerifierInfo,
+    responses=_ERRORS,
+    tags=["verifiers"],
+    dependencies=_CLIENT,
+)
+async def get_verifier(name: str, catalog: CatalogDep) -> VerifierInfo:
+    """One verifier; `name@N` pins a registered type's version."""
+    verifier = catalog.resolve(name)
+    return verifier_info(verifier, catalog.kind(verifier))
 
 
 @router.get("/livez", tags=["health"])

@@ -1,0 +1,1 @@
+"""Verifier types registered through the API: storage, the three kinds, the catalog."""

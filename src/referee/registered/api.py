@@ -1,0 +1,77 @@
+"""HTTP bodies of the registration API (`/v1/verifiers` POST, versions, DELETE)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Kind = Literal["declarative", "python", "webhook"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RegisterExample(_Strict):
+    response: str
+    reference: Any = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    expected_score: float
+
+    @field_validator("expected_score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("expected_score must be finite")
+        return value
+
+
+class RegisterRequest(_Strict):
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$",
+        description="Letters, digits, `_`, `.`, `-`; `@` is reserved for versions.",
+    )
+    kind: Kind
+    spec: dict[str, Any]
+    description: str = Field(default="", max_length=2000)
+    reference_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema every request's reference must match (422 otherwise)."
+    )
+    examples: list[RegisterExample] = Field(
+        min_length=1, description="The activation gate: each must reproduce its expected_score."
+    )
+
+
+class VersionInfo(BaseModel):
+    name: str
+    version: int
+    kind: Kind
+    digest: str = Field(description="SHA-256 of what decides verdicts: kind, spec, reference schema.")
+    description: str
+    spec: dict[str, Any]
+    reference_schema: dict[str, Any] | None
+    examples: list[RegisterExample]
+    created_at: float
+    disabled_at: float | None
+    active: bool
+
+
+class RegisterResponse(BaseModel):
+    created: bool = Field(description="False when the latest version already had this content.")
+    verifier: str = Field(description="name@version to pin")
+    version: VersionInfo
+    secret: str | None = Field(
+        default=None, description="Webhook signing secret, returned once when the service generated it."
+    )
+
+
+class VersionList(BaseModel):
+    name: str
+    versions: list[VersionInfo]
+
+
+class DisableResponse(BaseModel):
+    name: str
+    disabled: list[int] = Field(description="Versions disabled by this call (history is kept).")

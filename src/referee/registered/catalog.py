@@ -1,0 +1,295 @@
+"""The catalog: every verifier the service can use by name, built-in or registered.
+
+`resolve("name")` gives a built-in (registry) or the latest active registered version;
+`resolve("name@3")` pins a version. Registered versions are rebuilt from the store into
+verifier objects once and cached; the cache is dropped whenever the store's generation moves
+(a registration or a DELETE, by this process or another one sharing the database).
+
+`register()` is the activation gate: the examples run through the service's own scoring path
+(the `score_examples` callable the service passes in) and the version is stored only if every
+example reproduces its expected score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from referee.models import Verdict, VerdictStatus
+from referee.registered import declarative, python_grader, webhook
+from referee.registered.api import RegisterExample, RegisterRequest, VersionInfo
+from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
+from referee.settings import Settings
+from referee.verifiers.base import Verifier
+from referee.verifiers.registry import Registry, UnknownVerifier
+
+log = structlog.get_logger(__name__)
+
+ScoreExamples = Callable[[Verifier, list[RegisterExample]], Awaitable[list[Verdict]]]
+SCORE_TOLERANCE = 1e-6
+
+
+class RegistrationError(Exception):
+    """A registration or deletion the service refuses; carries the HTTP answer."""
+
+    def __init__(self, status: int, error: str, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status, self.error, self.message, self.detail = status, error, message, detail
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _spec_errors(exc: ValidationError | ValueError) -> list[dict[str, Any]]:
+    if isinstance(exc, ValidationError):
+        return [
+            {
+                "loc": ["body", "spec", *(p for p in e["loc"] if p != "root")],
+                "msg": e["msg"],
+                "type": e["type"],
+            }
+            for e in exc.errors()
+        ]
+    return [{"loc": ["body", "spec"], "msg": str(exc)[:500], "type": "value_error"}]
+
+
+class Catalog:
+    def __init__(self, settings: Settings, registry: Registry, store: VerifierStore) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.store = store
+        self.webhooks = webhook.WebhookRuntime(settings)
+        self._generation: object = None
+        self._latest: dict[str, StoredVersion] = {}
+        self._instances: dict[tuple[str, int], Verifier] = {}
+
+    async def aclose(self) -> None:
+        await self.webhooks.aclose()
+        self.store.close()
+
+    # ---- resolution ------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        generation = self.store.generation()
+        if generation != self._generation:
+            self._latest = {r.name: r for r in self.store.latest_active()}
+            self._instances.clear()
+            self._generation = generation
+
+    def names(self) -> list[str]:
+        self._refresh()
+        return sorted({*self.registry.names(), *self._latest})
+
+    def resolve(self, name: str) -> Verifier:
+        base, _, version = name.partition("@")
+        if base in self.registry:
+            return self.registry.get(name)
+        self._refresh()
+        record: StoredVersion | None
+        if not version:
+            record = self._latest.get(base)
+        elif version.isdigit() and len(version) < 10:
+            key = (base, int(version))
+            if key in self._instances:
+                return self._instances[key]
+            record = self.store.get(base, int(version))
+        else:
+            record = None
+        if record is None:
+            raise UnknownVerifier(name, self.names())
+        return self._instance(record)
+
+    def kind(self, verifier: Verifier) -> str:
+        if verifier.name in self.registry:
+            return self.registry.kind(verifier.name)
+        return str(getattr(verifier, "kind", "registered"))
+
+    def registered(self) -> list[Verifier]:
+        """The latest active version of every registered type."""
+        self._refresh()
+        return [self._instance(r) for r in self._latest.values()]
+
+    def _instance(self, record: StoredVersion) -> Verifier:
+        key = (record.name, record.version)
+        if key not in self._instances:
+            doc = record.document
+            cls = self._build(record.name, str(record.version), record.kind, doc["spec"], doc, record.secret)
+            self._instances[key] = cls()
+        return self._instances[key]
+
+    def _build(
+        self,
+        name: str,
+        version: str,
+        kind: str,
+        spec: dict[str, Any],
+        doc: dict[str, Any],
+        secret: str | None,
+    ) -> type[Verifier]:
+        examples = doc.get("examples") or []
+        common: dict[str, Any] = {
+            "description": doc.get("description", ""),
+            "example": examples[0] if examples else {},
+        }
+        if kind == "declarative":
+            return declarative.build_class(name, version, spec, doc.get("reference_schema"), **common)
+        if kind == "webhook":
+            return webhook.build_class(
+                name, version, spec, secret or "", doc.get("reference_schema"), self.webhooks, **common
+            )
+        if kind == "python":
+            return python_grader.build_class(name, version, spec, doc.get("reference_schema"), **common)
+        raise ValueError(f"unknown kind {kind!r}")
+
+    # ---- versions and deletion -------------------------------------------------------------
+
+    def _guard_builtin(self, name: str) -> None:
+        if name.partition("@")[0] in self.registry:
+            raise RegistrationError(
+                409, "builtin_verifier", f"{name!r} is a built-in verifier; it cannot be changed"
+            )
+
+    async def versions(self, name: str) -> list[VersionInfo]:
+        self._guard_builtin(name)
+        records = await asyncio.to_thread(self.store.versions, name)
+        if not records:
+            raise UnknownVerifier(name, self.names())
+        return [version_info(r) for r in records]
+
+    async def disable(self, name: str) -> list[int]:
+        self._guard_builtin(name)
+        base, _, version = name.partition("@")
+        if version and not version.isdigit():
+            raise UnknownVerifier(name, self.names())
+        if not await asyncio.to_thread(self.store.versions, base):
+            raise UnknownVerifier(name, self.names())
+        disabled = await asyncio.to_thread(self.store.disable, base, int(version) if version else None)
+        log.info("verifier_disabled", name=base, versions=disabled)
+        return disabled
+
+    # ---- registration ----------------------------------------------------------------------
+
+    async def register(
+        self, request: RegisterRequest, score_examples: ScoreExamples
+    ) -> tuple[StoredVersion, bool, str | None]:
+        """Returns (stored version, created, secret to show once or None)."""
+        self._guard_builtin(request.name)
+        limits = self.settings
+        if len(request.examples) > limits.max_registered_examples:
+            raise RegistrationError(
+                422,
+                "quota_exceeded",
+                f"{len(request.examples)} examples; limit {limits.max_registered_examples}",
+                {"limit": "REFEREE_MAX_REGISTERED_EXAMPLES"},
+            )
+        spec = dict(request.spec)
+        secret: str | None = None
+        generated = False
+        if request.kind == "webhook":
+            secret = spec.pop("secret", None)
+            if secret is None:
+                current = await asyncio.to_thread(self.store.get, request.name)
+                secret = current.secret if current is not None and current.kind == "webhook" else None
+            if secret is None:
+                secret, generated = secrets.token_urlsafe(32), True
+        size = len(canonical(spec).encode())
+        if size > limits.max_registered_source_bytes:
+            raise RegistrationError(
+                422,
+                "quota_exceeded",
+                f"spec is {size} bytes; limit {limits.max_registered_source_bytes}",
+                {"limit": "REFEREE_MAX_REGISTERED_SOURCE_BYTES"},
+            )
+        document = {
+            "spec": spec,
+            "description": request.description,
+            "reference_schema": request.reference_schema,
+            "examples": [e.model_dump(mode="json") for e in request.examples],
+        }
+        try:
+            candidate = self._build(request.name, "candidate", request.kind, spec, document, secret)()
+        except (ValidationError, ValueError) as exc:
+            raise RegistrationError(
+                422, "invalid_spec", "the spec cannot be registered", _spec_errors(exc)
+            ) from None
+        if request.kind == "webhook":
+            url = spec["url"]
+            if not webhook.host_allowed(url, limits.webhook_allowed_hosts):
+                raise RegistrationError(
+                    422,
+                    "host_not_allowed",
+                    "the webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS",
+                    [{"loc": ["body", "spec", "url"], "msg": "host not allowed", "type": "host_not_allowed"}],
+                )
+        verdicts = await score_examples(candidate, request.examples)
+        failing = [
+            {
+                "index": i,
+                "expected_score": example.expected_score,
+                "score": verdict.score,
+                "status": verdict.status.value,
+                "reason": verdict.reason,
+            }
+            for i, (example, verdict) in enumerate(zip(request.examples, verdicts, strict=True))
+            if verdict.status is not VerdictStatus.ok
+            or verdict.score is None
+            or abs(verdict.score - example.expected_score) > SCORE_TOLERANCE
+        ]
+        if failing:
+            raise RegistrationError(
+                422,
+                "activation_failed",
+                f"{len(failing)} of {len(verdicts)} examples do not reproduce their expected score",
+                {"failing": failing},
+            )
+        hashed: dict[str, Any] = {
+            "kind": request.kind,
+            "spec": spec,
+            "reference_schema": request.reference_schema,
+        }
+        if secret is not None:  # a new secret is a new version; the secret itself is never stored in it
+            hashed["secret_sha256"] = hashlib.sha256(secret.encode()).hexdigest()
+        digest = hashlib.sha256(canonical(hashed).encode()).hexdigest()
+        try:
+            stored, created = await asyncio.to_thread(
+                self.store.add,
+                request.name,
+                request.kind,
+                digest,
+                document,
+                secret,
+                max_names=limits.max_registered_types,
+            )
+        except QuotaExceeded as exc:
+            raise RegistrationError(
+                422, "quota_exceeded", str(exc), {"limit": "REFEREE_MAX_REGISTERED_TYPES"}
+            ) from None
+        log.info(
+            "verifier_registered", name=stored.name, version=stored.version, kind=stored.kind, created=created
+        )
+        return stored, created, secret if generated and created else None
+
+
+def version_info(record: StoredVersion) -> VersionInfo:
+    doc = record.document
+    return VersionInfo(
+        name=record.name,
+        version=record.version,
+        kind=record.kind,  # type: ignore[arg-type]
+        digest=record.digest,
+        description=doc.get("description", ""),
+        spec=doc["spec"],
+        reference_schema=doc.get("reference_schema"),
+        examples=[RegisterExample.model_validate(e) for e in doc.get("examples", [])],
+        created_at=record.created_at,
+        disabled_at=record.disabled_at,
+        active=record.active,
+    )

@@ -1,0 +1,276 @@
+"""Persistence of registered verifier types: a small interface and its SQLite implementation.
+
+A registered type is a name with numbered, immutable versions. Each version stores its
+canonical document (kind, spec, description, reference schema, examples) and the SHA-256 of
+the part that decides verdicts (`digest`), so two versions with the same digest judge alike.
+Disabling (HTTP DELETE) only stamps `disabled_at`: history is never deleted, and version
+numbers are never reused.
+
+SQLite in WAL mode with one connection per thread: readers never block the writer, and
+`BEGIN IMMEDIATE` serialises writers (other processes included) so "next version number" and
+the quota check are race-free. A server database can replace it by implementing
+`VerifierStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS verifier_versions (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    document TEXT NOT NULL,
+    secret TEXT,
+    created_at REAL NOT NULL,
+    disabled_at REAL,
+    PRIMARY KEY (name, version)
+);
+CREATE INDEX IF NOT EXISTS verifier_versions_active ON verifier_versions (name, disabled_at);
+"""
+_COLUMNS = "name, version, kind, digest, document, secret, created_at, disabled_at"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVersion:
+    name: str
+    version: int
+    kind: str
+    digest: str
+    document: dict[str, Any]
+    # Webhook signing key: never part of `document`, never returned by the API.
+    secret: str | None
+    created_at: float
+    disabled_at: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.disabled_at is None
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+class QuotaExceeded(Exception):
+    """Registering one more type name would pass the configured maximum."""
+
+
+class VerifierStore(Protocol):
+    def add(
+        self,
+        name: str,
+        kind: str,
+        digest: str,
+        document: dict[str, Any],
+        secret: str | None,
+        *,
+        max_names: int,
+    ) -> tuple[StoredVersion, bool]:
+        """Store the next version of `name`, or return its latest active version unchanged
+        (created=False) when that one has the same digest. Raises QuotaExceeded when `name`
+        has no active version and `max_names` names are already active."""
+        ...
+
+    def get(self, name: str, version: int | None = None) -> StoredVersion | None:
+        """An active version: the given one, or the latest. None if there is none."""
+        ...
+
+    def versions(self, name: str) -> list[StoredVersion]:
+        """Every version of `name`, disabled ones included, oldest first."""
+        ...
+
+    def latest_active(self) -> list[StoredVersion]:
+        """The latest active version of every name that has one, sorted by name."""
+        ...
+
+    def disable(self, name: str, version: int | None = None) -> list[int]:
+        """Disable one version, or every active version of `name`; return those disabled."""
+        ...
+
+    def generation(self) -> object:
+        """A token that changes whenever any writer (any process) has committed a change."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SQLiteStore:
+    def __init__(self, path: Path | str, *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(path).expanduser()
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._writes = 0
+
+    # ---- connections -------------------------------------------------------------------------
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        # A service that never registers a type leaves no file behind: reads of a missing
+        # database are simply empty.
+        if not create and not self.path.exists():
+            return None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # Registrations are rare and must survive a power cut once acknowledged.
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.executescript(_SCHEMA)
+        self._local.conn = conn
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> StoredVersion:
+        name, version, kind, digest, document, secret, created_at, disabled_at = row
+        return StoredVersion(
+            name, version, kind, digest, json.loads(document), secret, created_at, disabled_at
+        )
+
+    def get(self, name: str, version: int | None = None) -> StoredVersion | None:
+        conn = self._connect(create=False)
+        if conn is None:
+            return None
+        if version is None:
+            sql = (
+                f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? AND disabled_at IS NULL "
+                "ORDER BY version DESC LIMIT 1"
+            )
+            row = conn.execute(sql, (name,)).fetchone()
+        else:
+            sql = f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? AND version = ? AND disabled_at IS NULL"
+            row = conn.execute(sql, (name, version)).fetchone()
+        return None if row is None else self._row(row)
+
+    def versions(self, name: str) -> list[StoredVersion]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        sql = f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? ORDER BY version"
+        return [self._row(r) for r in conn.execute(sql, (name,))]
+
+    def latest_active(self) -> list[StoredVersion]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        sql = (
+            f"SELECT {_COLUMNS} FROM verifier_versions v WHERE disabled_at IS NULL AND version = "
+            "(SELECT MAX(version) FROM verifier_versions w WHERE w.name = v.name AND w.disabled_at IS NULL) "
+            "ORDER BY name"
+        )
+        return [self._row(r) for r in conn.execute(sql)]
+
+    def generation(self) -> object:
+        conn = self._connect(create=False)
+        if conn is None:
+            return (self.path.exists(), self._writes)
+        # data_version moves when *another* connection commits (other threads and processes);
+        # our own writes are counted separately.
+        (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+        return (id(conn), data_version, self._writes)
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        kind: str,
+        digest: str,
+        document: dict[str, Any],
+        secret: str | None,
+        *,
+        max_names: int,
+    ) -> tuple[StoredVersion, bool]:
+        conn = self._connect(create=True)
+        assert conn is not None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            latest = conn.execute(
+                f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? AND disabled_at IS NULL "
+                "ORDER BY version DESC LIMIT 1",
+                (name,),
+            ).fetchone()
+            if latest is not None and latest[3] == digest:
+                conn.execute("COMMIT")
+                return self._row(latest), False
+            if latest is None:
+                (active_names,) = conn.execute(
+                    "SELECT COUNT(DISTINCT name) FROM verifier_versions WHERE disabled_at IS NULL"
+                ).fetchone()
+                if active_names >= max_names:
+                    raise QuotaExceeded(f"{active_names} registered types are active; limit {max_names}")
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM verifier_versions WHERE name = ?", (name,)
+            ).fetchone()
+            stored = StoredVersion(name, last + 1, kind, digest, document, secret, time.time(), None)
+            conn.execute(
+                f"INSERT INTO verifier_versions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    stored.version,
+                    kind,
+                    digest,
+                    json.dumps(document, sort_keys=True, separators=(",", ":")),
+                    secret,
+                    stored.created_at,
+                    None,
+                ),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        with self._lock:
+            self._writes += 1
+        return stored, True
+
+    def disable(self, name: str, version: int | None = None) -> list[int]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if version is None:
+                rows = conn.execute(
+                    "SELECT version FROM verifier_versions WHERE name = ? AND disabled_at IS NULL", (name,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT version FROM verifier_versions WHERE name = ? AND version = ? AND disabled_at IS NULL",
+                    (name, version),
+                ).fetchall()
+            versions = sorted(v for (v,) in rows)
+            conn.executemany(
+                "UPDATE verifier_versions SET disabled_at = ? WHERE name = ? AND version = ?",
+                [(time.time(), name, v) for v in versions],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        with self._lock:
+            self._writes += 1
+        return versions

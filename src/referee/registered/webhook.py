@@ -1,0 +1,266 @@
+"""Webhook verifier types: a remote URL judges each response.
+
+Request: `POST url` with the JSON body `{"response", "reference", "options"}` and headers
+`X-Referee-Verifier: name@version` and `X-Referee-Signature: t=<unix seconds>,v1=<hex>`, where
+hex = HMAC-SHA256(secret, "<t>." + body). The receiver recomputes it over the raw body and
+rejects stale timestamps. Answer: `{"score": number, "reason"?: string, "details"?: object}`.
+
+Anything that stops a verdict from being reached (host not allowed, connection refused,
+timeout, HTTP error, invalid answer, open circuit) is a `VerifierError`: status `error`, score
+null, so a trainer masks the sample instead of learning from a fake 0. Timeouts, connection
+errors, 5xx, 408 and 429 are retried with jittered exponential backoff; other 4xx (a bad
+signature) are not. A per-URL circuit breaker stops calling a webhook after consecutive
+failures and lets one trial call through after a cool-down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from referee.registered.refschema import reference_type_for
+from referee.settings import Settings
+from referee.verifiers.base import AsyncVerifier, Check, VerifierError
+
+SIGNATURE_HEADER = "X-Referee-Signature"
+MAX_ANSWER_BYTES = 1 << 20
+
+
+class WebhookSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(max_length=2000)
+    timeout_s: float | None = Field(default=None, gt=0.0, le=60.0, description="Per attempt.")
+    retries: int | None = Field(default=None, ge=0, le=5)
+    # Write-only: stored apart from the spec, never returned. Omitted: the current version's
+    # secret is kept, or a new one is generated and returned once.
+    secret: str | None = Field(default=None, min_length=16, max_length=256)
+    score_range: tuple[float, float] = (0.0, 1.0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        try:
+            url = httpx.URL(value)
+        except httpx.InvalidURL as exc:
+            raise ValueError(f"invalid URL: {exc}") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("the URL must be http(s)://host/...")
+        if url.userinfo or url.fragment:
+            raise ValueError("the URL may not carry credentials or a fragment")
+        return value
+
+
+class PassThroughOptions(BaseModel):
+    """Webhook options are the webhook's business: forwarded as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Answer(BaseModel):
+    score: float
+    reason: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+def host_allowed(url: str, allowed: Sequence[str]) -> bool:
+    """`allowed` entries: "host" (any port), "host:port", or "*.domain" (its subdomains)."""
+    parsed = httpx.URL(url)
+    host = (parsed.host or "").lower().rstrip(".")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    for entry in allowed:
+        entry = entry.strip().lower()
+        name, _, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if entry_port and (not entry_port.isdigit() or int(entry_port) != port):
+            continue
+        if name.startswith("*.") and host.endswith(name[1:]) and host != name[2:]:
+            return True
+        if host == name:
+            return True
+    return False
+
+
+def signature(secret: str, body: bytes, timestamp: int) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+class CircuitBreaker:
+    """closed -> (N consecutive failures) -> open -> (cool-down) -> half-open: one trial call;
+    its success closes the circuit, its failure opens it again."""
+
+    def __init__(self, failures: int, reset_s: float) -> None:
+        self.threshold = failures
+        self.reset_s = reset_s
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.trial = False
+
+    def allow(self) -> bool:
+        if self.opened_at is None:
+            return True
+        if self.trial or time.monotonic() - self.opened_at < self.reset_s:
+            return False
+        self.trial = True
+        return True
+
+    def success(self) -> None:
+        self.failures, self.opened_at, self.trial = 0, None, False
+
+    def failure(self) -> None:
+        self.failures += 1
+        if self.trial or self.failures >= self.threshold:
+            self.opened_at, self.trial = time.monotonic(), False
+
+    def retry_in(self) -> float:
+        return 0.0 if self.opened_at is None else max(0.0, self.reset_s - (time.monotonic() - self.opened_at))
+
+
+class WebhookRuntime:
+    """Service-lifetime state shared by every webhook type: one HTTP client, breakers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        # trust_env=False: proxy variables must not reroute calls away from the allowlisted host.
+        self.client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._limits: dict[str, asyncio.Semaphore] = {}
+
+    def breaker(self, url: str) -> CircuitBreaker:
+        if url not in self._breakers:
+            s = self.settings
+            self._breakers[url] = CircuitBreaker(s.webhook_breaker_failures, s.webhook_breaker_reset_s)
+        return self._breakers[url]
+
+    def limit(self, key: str) -> asyncio.Semaphore:
+        if key not in self._limits:
+            self._limits[key] = asyncio.Semaphore(self.settings.webhook_max_concurrency)
+        return self._limits[key]
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class WebhookVerifier(AsyncVerifier):
+    options_model = PassThroughOptions
+    kind: ClassVar[str] = "webhook"
+    spec: ClassVar[WebhookSpec]
+    secret: ClassVar[str]
+    runtime: ClassVar[WebhookRuntime]
+
+    async def check_group(
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
+    ) -> list[Check]:
+        extra = (options.model_extra or {}) if isinstance(options, BaseModel) else {}
+        results = await asyncio.gather(
+            *(self._one(r, prepared, extra) for r in responses), return_exceptions=True
+        )
+        out: list[Any] = []
+        for result in results:
+            if isinstance(result, Check | VerifierError):
+                out.append(result)
+            elif isinstance(result, Exception):  # a bug here is a masked verdict, not a 500
+                out.append(VerifierError(f"webhook call raised {type(result).__name__}"))
+            else:
+                raise result  # cancellation
+        return out
+
+    async def _one(self, response: str, reference: Any, options: dict[str, Any]) -> Check:
+        settings = self.runtime.settings
+        url = self.spec.url
+        if not host_allowed(url, settings.webhook_allowed_hosts):
+            raise VerifierError("webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS")
+        breaker = self.runtime.breaker(url)
+        if not breaker.allow():
+            raise VerifierError(f"webhook circuit open; next trial in {breaker.retry_in():.1f} s")
+        body = json.dumps(
+            {"response": response, "reference": reference, "options": options}, ensure_ascii=False
+        ).encode()
+        timeout = self.spec.timeout_s or settings.webhook_timeout_s
+        retries = settings.webhook_retries if self.spec.retries is None else self.spec.retries
+        problem = "no attempt"
+        async with self.runtime.limit(self.qualified_name()):
+            for attempt in range(retries + 1):
+                if attempt:
+                    await asyncio.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))
+                try:
+                    status, raw = await self._post(url, body, timeout)
+                except (httpx.TimeoutException, TimeoutError):
+                    problem = f"timed out after {timeout:g} s"
+                    continue
+                except httpx.HTTPError as exc:
+                    problem = f"{type(exc).__name__}"
+                    continue
+                if status >= 500 or status in (408, 429):
+                    problem = f"HTTP {status}"
+                    continue
+                if status != 200:
+                    breaker.failure()
+                    raise VerifierError(f"webhook answered HTTP {status} (not retried)")
+                try:
+                    answer = _Answer.model_validate_json(raw)
+                    if not math.isfinite(answer.score):
+                        raise ValueError("score is not finite")
+                except (ValidationError, ValueError) as exc:
+                    breaker.failure()
+                    raise VerifierError(f"webhook answered an invalid body: {str(exc)[:200]}") from None
+                breaker.success()
+                return Check(answer.score, reason=answer.reason, details=answer.details)
+        breaker.failure()
+        raise VerifierError(f"webhook failed after {retries + 1} attempt(s): {problem}")
+
+    async def _post(self, url: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+        headers = {
+            "content-type": "application/json",
+            "x-referee-verifier": self.qualified_name(),
+            SIGNATURE_HEADER: signature(self.secret, body, int(time.time())),
+        }
+        # The whole exchange (connect, send, read) is bounded, not only each socket read.
+        async with asyncio.timeout(timeout):
+            async with self.runtime.client.stream(
+                "POST", url, content=body, headers=headers, timeout=timeout
+            ) as answer:
+                chunks, size = [], 0
+                async for chunk in answer.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_ANSWER_BYTES:
+                        return 502, b""  # an oversized answer counts as a failed call
+                    chunks.append(chunk)
+                return answer.status_code, b"".join(chunks)
+
+
+def build_class(
+    name: str,
+    version: str,
+    spec: dict[str, Any],
+    secret: str,
+    reference_schema: dict[str, Any] | None,
+    runtime: WebhookRuntime,
+    *,
+    description: str = "",
+    example: dict[str, Any] | None = None,
+) -> type[WebhookVerifier]:
+    parsed = WebhookSpec.model_validate(spec)
+    attrs = {
+        "name": name,
+        "version": version,
+        "description": description,
+        "reference_type": reference_type_for(reference_schema),
+        "example": example or {},
+        "score_range": parsed.score_range,
+        "spec": parsed,
+        "secret": secret,
+        "runtime": runtime,
+        "_reference_adapter": None,
+    }
+    return type(f"Webhook[{name}@{version}]", (WebhookVerifier,), attrs)

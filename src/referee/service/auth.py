@@ -1,0 +1,113 @@
+"""Bearer-key authentication.
+
+Keys come from the settings REFEREE_ADMIN_KEYS and REFEREE_API_KEYS (comma-separated). Admin
+keys may do everything; API keys may score and read the catalog. Registering and deleting
+verifier types needs an admin key. With no key configured at all the service is open (local
+use) and says so once in the log.
+
+Keys are compared in constant time: each candidate is hashed first (so lengths never differ)
+and compared with every configured key without stopping at the first match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from enum import Enum
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from referee.service.errors import error_response
+from referee.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+
+class Role(Enum):
+    client = "client"
+    admin = "admin"
+
+
+class AuthError(Exception):
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.message = status, error, message
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+class Auth:
+    def __init__(self, settings: Settings) -> None:
+        self._admin = [_digest(k) for k in settings.admin_keys if k]
+        self._api = [_digest(k) for k in settings.api_keys if k]
+        self.open = not self._admin and not self._api
+
+    def log_mode(self) -> None:
+        if self.open:
+            log.warning(
+                "auth_disabled",
+                message="no REFEREE_ADMIN_KEYS or REFEREE_API_KEYS configured: every caller may score, "
+                "register and delete verifier types (fine on loopback, not on a shared network)",
+            )
+        else:
+            log.info("auth_enabled", admin_keys=len(self._admin), api_keys=len(self._api))
+
+    @staticmethod
+    def _matches(candidate: bytes, keys: list[bytes]) -> bool:
+        found = False
+        for key in keys:
+            found |= hmac.compare_digest(candidate, key)
+        return found
+
+    def role_of(self, authorization: str | None) -> Role:
+        """The caller's role; raises AuthError 401 when no valid key is presented."""
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise AuthError(401, "unauthorized", "missing `Authorization: Bearer <key>` header")
+        candidate = _digest(token)
+        is_admin = self._matches(candidate, self._admin)
+        is_api = self._matches(candidate, self._api)
+        if is_admin:
+            return Role.admin
+        if is_api:
+            return Role.client
+        raise AuthError(401, "unauthorized", "unknown key")
+
+    def require(self, request: Request, role: Role) -> None:
+        if self.open:
+            return
+        got = self.role_of(request.headers.get("authorization"))
+        if role is Role.admin and got is not Role.admin:
+            raise AuthError(403, "forbidden", "this operation needs an admin key")
+
+
+def _auth(request: Request) -> Auth:
+    auth: Auth = request.app.state.auth
+    return auth
+
+
+async def require_client(request: Request) -> None:
+    """Dependency of scoring and catalog reads: an API or admin key (when keys are configured)."""
+    _auth(request).require(request, Role.client)
+
+
+async def require_admin(request: Request) -> None:
+    """Dependency of registration and deletion: an admin key (when keys are configured)."""
+    _auth(request).require(request, Role.admin)
+
+
+def install_auth(app: FastAPI, settings: Settings) -> Auth:
+    auth = Auth(settings)
+    app.state.auth = auth
+
+    @app.exception_handler(AuthError)
+    async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+        return error_response(exc.status, exc.error, exc.message, None, **headers)
+
+    return auth
