@@ -111,7 +111,8 @@ class AsyncVerifier(Verifier):
         prepared: Any,
         options: Any,
         resources: Mapping[str, Any],
-    ) -> list[Check]:
+    ) -> Sequence[Check | VerifierError]:
+        """One result per response; a VerifierError item masks that response only."""
         raise NotImplementedError
 
     def check(self, response: str, prepared: Any, options: Any) -> Check:

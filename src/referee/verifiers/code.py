@@ -1,5 +1,291 @@
-"""Placeholder: filled in by its own issue."""
+"""`code`: run a model's program against test cases in the Docker sandbox and judge it exactly.
 
-from referee.verifiers.base import Verifier
+The program runs only inside hardened sandbox containers (referee.sandbox); the comparison with
+the expected outputs happens here, in the trusted service process (referee.sandbox.judge).
+Every test is run; the score is passed/total (or 1/0 in `binary` mode) and the overall verdict
+is the verdict of the first failing test in list order.
+"""
 
-VERIFIERS: list[type[Verifier]] = []
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from referee.sandbox import judge
+from referee.sandbox.languages import LANGUAGES, Language
+from referee.sandbox.limits import Limits
+from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestInput, TestRun
+from referee.verifiers import extract
+from referee.verifiers.base import AsyncVerifier, Check, Verifier, VerifierError
+
+VERDICTS = (
+    "accepted",
+    "wrong_answer",
+    "runtime_error",
+    "compile_error",
+    "time_limit_exceeded",
+    "memory_limit_exceeded",
+    "output_limit_exceeded",
+)
+MAX_TESTS = 1000
+SHOWN_BYTES = 512
+
+
+class StdioTest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: str = ""
+    output: str
+
+
+class FunctionTest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fn_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    args: list[Any] = Field(default_factory=list)
+    expected: Any
+
+
+class CodeReference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    language: str
+    test_format: Literal["stdio", "function", "assert"] = "stdio"
+    tests: list[StdioTest] | list[FunctionTest] | str
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CodeReference:
+        lang = LANGUAGES.get(self.language)
+        if lang is None:
+            raise ValueError(f"language must be one of {sorted(LANGUAGES)}")
+        if self.test_format not in lang.formats:
+            raise ValueError(f"{self.language} supports the formats {sorted(lang.formats)}")
+        want = {"stdio": StdioTest, "function": FunctionTest, "assert": str}[self.test_format]
+        if want is str:
+            if not isinstance(self.tests, str):
+                raise ValueError("assert tests must be a string of assert statements")
+            try:
+                planned = judge.plan_asserts(self.tests)
+            except SyntaxError as exc:
+                raise ValueError(f"assert tests do not parse: {exc}") from None
+            if not planned:
+                raise ValueError("assert tests contain no assert statement")
+            count = len(planned)
+        else:
+            if not isinstance(self.tests, list) or not all(isinstance(t, want) for t in self.tests):
+                raise ValueError(f"{self.test_format} tests must be a list of {want.__name__} objects")
+            count = len(self.tests)
+        if not 1 <= count <= MAX_TESTS:
+            raise ValueError(f"between 1 and {MAX_TESTS} tests are needed")
+        return self
+
+
+class CodeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    time_limit_s: float | None = Field(default=None, gt=0, le=30, description="Wall clock per test.")
+    memory_limit_mb: int | None = Field(default=None, ge=32, le=4096, description="Process tree.")
+    output_limit_bytes: int | None = Field(default=None, ge=1024, le=16 << 20, description="stdout cap.")
+    reward: Literal["fraction", "binary"] = "fraction"
+    extract: Literal["auto", "none"] = Field(
+        default="auto", description="auto: the last fenced block of the language, else the whole text."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    language: Language
+    mode: str
+    inputs: tuple[TestInput, ...]
+    expected: tuple[Any, ...]  # stdio: str; function: JSON value; assert: judge.AssertTest
+
+
+def extract_program(response: str, language: Language, how: str) -> str:
+    if how == "none":
+        return response
+    text = extract.final_part(response)
+    text = response if text is None else text
+    blocks = extract.fenced_blocks(text)
+    for tags in (language.fence_tags, ("",)):
+        for tag, code in reversed(blocks):
+            if tag in tags:
+                return code
+    # A block tagged as something else (```c for a C++ task) beats prose that cannot compile.
+    return blocks[-1][1] if blocks else text
+
+
+def classify(run: TestRun | None, language: Language, mode: str, expected: Any) -> tuple[str, str | None]:
+    """The verdict of one test from how its process ended and what it produced."""
+    if run is None:
+        return "runtime_error", "the test did not run"
+    if run.status == "lost":
+        return "runtime_error", run.note
+    if run.status == "timeout":
+        return "time_limit_exceeded", None
+    if run.status == "output_limit":
+        return "output_limit_exceeded", None
+    failed = run.status == "signaled" or run.exit_code != 0
+    if failed:
+        tail = run.stderr[-4096:]
+        if run.oom or any(marker in tail for marker in language.memory_markers):
+            return "memory_limit_exceeded", None
+        if run.signal == signal.SIGXCPU:
+            return "time_limit_exceeded", None
+        if run.signal is not None:
+            return "runtime_error", f"killed by {signal.Signals(run.signal).name}"
+        return "runtime_error", f"exit status {run.exit_code}"
+    if mode == "stdio":
+        ok, reason = judge.compare_stdio(run.stdout, expected)
+        return ("accepted", None) if ok else ("wrong_answer", reason)
+    payload = judge.parse_payload(run.result)
+    if mode == "assert":
+        return judge.judge_assert(expected, payload)
+    if not isinstance(payload, dict):
+        return "wrong_answer", "the program exited before the function was called"
+    if not payload.get("ok"):
+        return "wrong_answer", f"return value is not plain JSON: {payload.get('error')}"
+    if judge.values_equal(payload.get("value"), expected):
+        return "accepted", None
+    return "wrong_answer", f"returned {json.dumps(payload.get('value'))[:120]}"
+
+
+def _shown(data: bytes) -> str:
+    text = data[:SHOWN_BYTES].decode("utf-8", "replace")
+    return text + ("…" if len(data) > SHOWN_BYTES else "")
+
+
+class CodeVerifier(AsyncVerifier):
+    name: ClassVar[str] = "code"
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = (
+        "Runs the program (Python, C, C++) against stdio/function/assert tests in a hardened Docker "
+        "sandbox; score = passed/total (or binary); details.verdict is the first failing test's."
+    )
+    reference_type: ClassVar[Any] = CodeReference
+    options_model: ClassVar[type[BaseModel]] = CodeOptions
+    time_budget_s: ClassVar[float | None] = 600.0
+    example: ClassVar[dict[str, Any]] = {
+        "response": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
+        "reference": {
+            "language": "python",
+            "test_format": "stdio",
+            "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "-5 5\n", "output": "0\n"}],
+        },
+        "expected_score": 1.0,
+    }
+
+    def prepare(self, reference: Any, options: Any) -> Prepared:
+        ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
+        lang = LANGUAGES[ref.language]
+        if ref.test_format == "assert":
+            assert isinstance(ref.tests, str)
+            planned = judge.plan_asserts(ref.tests)
+            inputs = tuple(
+                TestInput(
+                    spec=json.dumps({"mode": "assert", "setup": t.setup, "exprs": list(t.exprs)}).encode()
+                )
+                for t in planned
+            )
+            return Prepared(lang, "assert", inputs, tuple(planned))
+        if ref.test_format == "function":
+            ftests = [t for t in ref.tests if isinstance(t, FunctionTest)]
+            inputs = tuple(
+                TestInput(
+                    spec=json.dumps({"mode": "function", "fn_name": t.fn_name, "args": t.args}).encode()
+                )
+                for t in ftests
+            )
+            return Prepared(lang, "function", inputs, tuple(t.expected for t in ftests))
+        stests = [t for t in ref.tests if isinstance(t, StdioTest)]
+        return Prepared(
+            lang,
+            "stdio",
+            tuple(TestInput(stdin=t.input.encode()) for t in stests),
+            tuple(t.output for t in stests),
+        )
+
+    def _limits(self, pool: Any, options: CodeOptions) -> Limits:
+        base = Limits.from_settings(pool.settings)
+        return Limits(
+            time_s=options.time_limit_s or base.time_s,
+            memory_mb=options.memory_limit_mb or base.memory_mb,
+            stdout_bytes=options.output_limit_bytes or base.stdout_bytes,
+            stderr_bytes=base.stderr_bytes,
+            compile_timeout_s=base.compile_timeout_s,
+            open_files=base.open_files,
+            file_size_mb=base.file_size_mb,
+        )
+
+    def _check(self, run: RunResult, prep: Prepared, options: CodeOptions) -> Check:
+        total = len(prep.inputs)
+        per_test: list[dict[str, Any]] = []
+        if not run.compile_ok:
+            verdicts = ["compile_error"] * total
+            per_test = [{"verdict": "compile_error"} for _ in range(total)]
+        else:
+            verdicts = []
+            for test_run, expected in zip(run.tests, prep.expected, strict=True):
+                verdict, why = classify(test_run, prep.language, prep.mode, expected)
+                verdicts.append(verdict)
+                entry: dict[str, Any] = {"verdict": verdict}
+                if why:
+                    entry["reason"] = why
+                if test_run is not None:
+                    entry.update(
+                        time_ms=round(test_run.time_s * 1000, 1),
+                        memory_kb=test_run.max_rss_kb,
+                        stdout=_shown(test_run.stdout),
+                        stderr=_shown(test_run.stderr[-SHOWN_BYTES:]),
+                    )
+                per_test.append(entry)
+        passed = verdicts.count("accepted")
+        first_fail = next((v for v in verdicts if v != "accepted"), "accepted")
+        score = passed / total if options.reward == "fraction" else float(passed == total)
+        details: dict[str, Any] = {
+            "verdict": first_fail,
+            "passed": passed,
+            "total": total,
+            "language": prep.language.name,
+            "test_format": prep.mode,
+            "compile": {"ok": run.compile_ok, "time_ms": round(run.compile_time_s * 1000, 1)},
+            "tests": per_test,
+        }
+        if not run.compile_ok:
+            details["compile"]["output"] = run.compile_output[-2000:]
+        reason = None if first_fail == "accepted" else f"{first_fail}: {passed}/{total} tests passed"
+        return Check(score, reason=reason, details=details)
+
+    async def _one(
+        self, pool: Any, response: str, prep: Prepared, options: CodeOptions
+    ) -> Check | VerifierError:
+        program = extract_program(response, prep.language, options.extract)
+        source = program.encode("utf-8", "surrogatepass")
+        if len(source) > pool.settings.max_source_bytes:
+            return Check(
+                0.0,
+                reason="program too large",
+                details={"verdict": "compile_error", "passed": 0, "total": len(prep.inputs)},
+            )
+        job = Job(prep.language, prep.mode, source, prep.inputs, self._limits(pool, options))
+        try:
+            run = await pool.run(job)
+        except SandboxUnavailable as exc:
+            return VerifierError(f"code sandbox unavailable: {exc}")
+        return self._check(run, prep, options)
+
+    async def check_group(
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
+    ) -> list[Check | VerifierError]:
+        pool = resources.get("sandbox")
+        if pool is None:
+            raise VerifierError("code sandbox is not configured in this service")
+        healthy, why = pool.health()
+        if not healthy:
+            raise VerifierError(f"code sandbox unavailable: {why}")
+        opts = options if isinstance(options, CodeOptions) else CodeOptions.model_validate(options or {})
+        return list(await asyncio.gather(*(self._one(pool, r, prepared, opts) for r in responses)))
+
+
+VERIFIERS: list[type[Verifier]] = [CodeVerifier]

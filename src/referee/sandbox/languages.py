@@ -1,0 +1,80 @@
+"""The language table: what the image needs and how a program is compiled and run.
+
+Adding a language is one `Language(...)` entry here: its Debian packages go into the image
+recipe (and so into the image's content hash, which triggers a rebuild), its commands are sent
+to the in-container supervisor with every submission. Commands run in the work dir.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The harness that runs one `function` / `assert` test of a Python program (see harness.py);
+# not -S: candidates may call the exit()/quit() builtins that `site` installs.
+PYTHON_HARNESS = ("python3", "-I", "/opt/referee/harness.py")
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    name: str
+    # Code-fence tags that mark a block as this language (lower-case).
+    fence_tags: tuple[str, ...]
+    source_file: str
+    packages: tuple[str, ...]
+    run: tuple[str, ...]
+    compile: tuple[str, ...] | None = None
+    # Files produced by `compile` that every test needs (kept by the supervisor, re-written
+    # into a fresh work dir before each test).
+    artifacts: tuple[str, ...] = ()
+    # "python": the supervisor parses the source with the image's own interpreter (no code is
+    # run), so a SyntaxError/IndentationError/TabError is a compile_error for every test.
+    syntax_check: str | None = None
+    # Test formats besides stdio, and the command that runs one such test.
+    harness: tuple[str, ...] | None = None
+    formats: frozenset[str] = field(default_factory=lambda: frozenset({"stdio"}))
+    # Failure markers at the end of stderr that mean "ran out of memory" when the main process
+    # failed: a MemoryError traceback, std::bad_alloc's terminate message.
+    memory_markers: tuple[bytes, ...] = ()
+
+
+LANGUAGES: dict[str, Language] = {
+    lang.name: lang
+    for lang in (
+        Language(
+            name="python",
+            fence_tags=("python", "py", "python3", "py3"),
+            source_file="sol.py",
+            packages=("python3",),
+            # -I: no user site, no PYTHON* variables; it also halves start-up (12 -> 7 ms).
+            run=("python3", "-I", "sol.py"),
+            syntax_check="python",
+            harness=PYTHON_HARNESS,
+            formats=frozenset({"stdio", "function", "assert"}),
+            memory_markers=(b"MemoryError",),
+        ),
+        Language(
+            name="c",
+            fence_tags=("c", "h"),
+            source_file="sol.c",
+            packages=("gcc", "libc6-dev"),
+            compile=("gcc", "-std=c11", "-O2", "-o", "sol", "sol.c", "-lm"),
+            artifacts=("sol",),
+            run=("./sol",),
+        ),
+        Language(
+            name="cpp",
+            fence_tags=("cpp", "c++", "cc", "cxx", "hpp"),
+            source_file="sol.cpp",
+            packages=("g++",),
+            compile=("g++", "-std=c++17", "-O2", "-o", "sol", "sol.cpp"),
+            artifacts=("sol",),
+            run=("./sol",),
+            memory_markers=(b"std::bad_alloc",),
+        ),
+    )
+}
+
+
+def image_packages() -> tuple[str, ...]:
+    """Every Debian package the sandbox image needs, sorted (part of the recipe hash)."""
+    return tuple(sorted({pkg for lang in LANGUAGES.values() for pkg in lang.packages}))

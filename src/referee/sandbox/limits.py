@@ -1,0 +1,87 @@
+"""Per-test limits and the hardened container configuration.
+
+Every sandbox container is created with the settings below; `tests/sandbox` checks them on a
+live container (docker inspect) and with hostile programs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from referee.sandbox.settings import SandboxSettings
+
+LABEL = "org.referee.sandbox"
+SANDBOX_USER = "1000:1000"
+WORKDIR = "/work"
+SUPERVISOR_CMD = ["/usr/bin/python3", "-I", "-S", "-B", "/opt/referee/supervisor.py"]
+# The only environment a candidate ever sees: nothing from the host.
+CANDIDATE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": WORKDIR}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    time_s: float
+    memory_mb: int
+    stdout_bytes: int
+    stderr_bytes: int
+    compile_timeout_s: float
+    open_files: int = 256
+    file_size_mb: int = 64
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> Limits:
+        return cls(
+            time_s=settings.time_limit_s,
+            memory_mb=settings.memory_limit_mb,
+            stdout_bytes=settings.stdout_limit_bytes,
+            stderr_bytes=settings.stderr_keep_bytes,
+            compile_timeout_s=settings.compile_timeout_s,
+            open_files=settings.open_files,
+            file_size_mb=settings.file_size_limit_mb,
+        )
+
+
+def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> dict[str, Any]:
+    """Arguments of `APIClient.create_container` for one hardened sandbox container."""
+    from docker.types import LogConfig, Ulimit
+
+    memory = f"{settings.container_memory_mb()}m"
+    file_size = settings.file_size_limit_mb << 20
+    host_config = api.create_host_config(
+        network_mode="none",  # no interface but loopback: connects and DNS fail at once
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],  # the default seccomp profile stays on
+        read_only=True,
+        tmpfs={
+            WORKDIR: f"rw,exec,nosuid,nodev,size={settings.workdir_size_mb}m,mode=1777",
+            "/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmp_size_mb}m,mode=1777",
+        },
+        ipc_mode="none",  # no /dev/shm: /work and /tmp are the only writable places
+        mem_limit=memory,
+        memswap_limit=memory,  # equal: no swap, so memory overruns end in an OOM kill
+        nano_cpus=int(settings.cpus * 1e9),
+        pids_limit=settings.max_processes + 1,  # + the supervisor
+        ulimits=[
+            Ulimit(name="nofile", soft=settings.open_files, hard=settings.open_files),
+            Ulimit(name="fsize", soft=file_size, hard=file_size),
+            Ulimit(name="core", soft=0, hard=0),
+        ],
+        # init=False on purpose: the supervisor is PID 1 and reaps every orphan itself; as
+        # init it cannot be killed by the candidate (see supervisor.py).
+        init=False,
+        log_config=LogConfig(type="none"),  # results travel over the attach stream only
+        privileged=False,
+    )
+    return {
+        "image": image,
+        "command": SUPERVISOR_CMD,
+        "user": SANDBOX_USER,
+        "working_dir": WORKDIR,
+        "environment": dict(CANDIDATE_ENV),
+        "hostname": "sandbox",
+        "stdin_open": True,
+        "tty": False,
+        "labels": {LABEL: settings.instance},
+        "host_config": host_config,
+    }

@@ -1,0 +1,114 @@
+"""What travels between the service and the in-container supervisor (host side types)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from referee.sandbox.languages import Language
+from referee.sandbox.limits import CANDIDATE_ENV, Limits
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot run anything now (Docker unreachable, image missing, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TestInput:
+    __test__: ClassVar[bool] = False  # not a pytest test class
+
+    stdin: bytes = b""
+    # function/assert: the spec handed to the harness on fd 3 (never the expected value).
+    spec: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One submission: a program and all its tests (one container)."""
+
+    language: Language
+    mode: str
+    source: bytes
+    tests: tuple[TestInput, ...]
+    limits: Limits
+
+
+@dataclass(slots=True)
+class TestRun:
+    """How one test process ended, as the supervisor saw it (no judgement yet)."""
+
+    __test__: ClassVar[bool] = False
+
+    status: str  # exited | signaled | timeout | output_limit | lost
+    exit_code: int | None = None
+    signal: int | None = None
+    time_s: float = 0.0
+    max_rss_kb: int | None = None
+    oom: bool = False
+    stdout: bytes = b""
+    stdout_bytes: int = 0
+    stderr: bytes = b""
+    result: bytes | None = None
+    tampered: bool = False
+    clean: bool = True
+    note: str | None = None
+
+    @classmethod
+    def from_message(cls, msg: dict[str, Any]) -> TestRun:
+        result = msg.get("result")
+        return cls(
+            status=str(msg["status"]),
+            exit_code=msg.get("exit_code"),
+            signal=msg.get("signal"),
+            time_s=float(msg.get("time_s") or 0.0),
+            max_rss_kb=msg.get("max_rss_kb"),
+            oom=bool(msg.get("oom")),
+            stdout=base64.b64decode(msg.get("stdout") or ""),
+            stdout_bytes=int(msg.get("stdout_bytes") or 0),
+            stderr=base64.b64decode(msg.get("stderr") or ""),
+            result=base64.b64decode(result) if result is not None else None,
+            tampered=bool(msg.get("tampered")),
+            clean=bool(msg.get("clean", True)),
+        )
+
+
+@dataclass(slots=True)
+class RunResult:
+    compile_ok: bool = True
+    compile_output: str = ""
+    compile_time_s: float = 0.0
+    tests: list[TestRun | None] = field(default_factory=list)
+    containers: int = 0
+
+
+def encode_request(job: Job, indices: list[int]) -> bytes:
+    lang = job.language
+    lim = job.limits
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+
+    req = {
+        "source": b64(job.source),
+        "source_file": lang.source_file,
+        "syntax_check": lang.syntax_check,
+        "compile": list(lang.compile) if lang.compile else None,
+        "artifacts": list(lang.artifacts),
+        "run": list(lang.run),
+        "harness": list(lang.harness) if lang.harness else None,
+        "mode": job.mode,
+        "tests": [
+            {"stdin": b64(t.stdin), "spec": b64(t.spec) if t.spec is not None else None} for t in job.tests
+        ],
+        "indices": indices,
+        "time_s": lim.time_s,
+        "compile_timeout_s": lim.compile_timeout_s,
+        "stdout_bytes": lim.stdout_bytes,
+        "stderr_bytes": lim.stderr_bytes,
+        "open_files": lim.open_files,
+        "file_size_mb": lim.file_size_mb,
+        "env": dict(CANDIDATE_ENV),
+    }
+    return json.dumps(req, separators=(",", ":")).encode() + b"\n"

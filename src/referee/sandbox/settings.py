@@ -1,0 +1,77 @@
+"""Sandbox settings (environment prefix `REFEREE_SANDBOX_`).
+
+Limits default to the judging policy (2 s wall per test, 256 MB for the process tree, 64
+processes, 1 MB of stdout, 64 KB of stderr kept, 10 s to compile).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_parallel() -> int:
+    # Tests are judged on wall-clock time: running more candidates than there are cores makes
+    # a correct program look slow. One running submission per core.
+    return max(1, os.cpu_count() or 1)
+
+
+class SandboxSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REFEREE_SANDBOX_", extra="ignore")
+
+    enabled: bool = True
+    # The image is named here and pinned by content: with `image_tag` unset the tag is the hash
+    # of the recipe this code builds (packages + supervisor + harness), so a code change never
+    # runs a stale image and nothing is ever pulled at request time.
+    image_repository: str = "referee-sandbox"
+    image_tag: str | None = None
+    # Docker endpoint; falls back to DOCKER_HOST, then the SDK's default (the local socket).
+    docker_host: str | None = Field(
+        default=None, validation_alias=AliasChoices("REFEREE_SANDBOX_DOCKER_HOST", "DOCKER_HOST")
+    )
+    docker_timeout_s: float = 30.0
+    # Label value that marks this service's containers (strays are removed at start-up).
+    instance: str = "default"
+
+    pool_size: int = Field(default=4, ge=0, le=256, description="Warm containers kept started.")
+    max_parallel: int = Field(default_factory=_default_parallel, ge=1, le=256)
+    max_starting: int = Field(default=2, ge=1, le=64, description="Container starts in flight.")
+    start_timeout_s: float = 30.0
+    acquire_timeout_s: float = 60.0
+    retry_interval_s: float = 5.0
+
+    time_limit_s: float = 2.0
+    memory_limit_mb: int = 256
+    max_processes: int = 64
+    stdout_limit_bytes: int = 1 << 20
+    stderr_keep_bytes: int = 64 << 10
+    compile_timeout_s: float = 10.0
+    # The supervisor (a small Python process) shares the container's memory cgroup with the
+    # candidate; the container limit is the policy's limit plus this.
+    supervisor_memory_mb: int = 24
+    cpus: float = 1.0
+    workdir_size_mb: int = 64
+    tmp_size_mb: int = 64
+    file_size_limit_mb: int = 64
+    open_files: int = 256
+    max_source_bytes: int = 1 << 20
+
+    # Image build (`referee sandbox build`).
+    cache_dir: Path = Path("~/.cache/referee/sandbox").expanduser()
+    debian_suite: str = "bookworm"
+    debian_mirror: str = "http://deb.debian.org/debian"
+    dockerfile_base: str = "debian:bookworm-slim"
+
+    def container_memory_mb(self, memory_limit_mb: int | None = None) -> int:
+        return (memory_limit_mb or self.memory_limit_mb) + self.supervisor_memory_mb
+
+
+def docker_module() -> Any:
+    """The docker SDK, imported lazily (the service starts without it being used) and typed as
+    Any: a `docker/` folder at the repository root would otherwise shadow it for mypy."""
+    return importlib.import_module("docker")

@@ -1,0 +1,407 @@
+"""In-container supervisor: PID 1 of every sandbox container (stdlib only, Python 3.11).
+
+Protocol (JSON lines): it writes {"type": "ready"} on stdout, reads ONE request line on stdin
+(program, commands, test inputs, limits), then writes {"type": "compiled"}, one
+{"type": "test"} per test in order, and {"type": "done"}, and exits. Expected outputs never
+come here: the judge compares outside the container.
+
+Why PID 1 (and not tini via init=True): the candidate runs under the same unprivileged uid
+(no capability to switch uids is granted), so any other process could be killed by it.
+The kernel never delivers SIGKILL/SIGSTOP to a PID namespace's init from inside the
+namespace, so `os.kill(os.getppid(), 9)` or `kill -9 -1` cannot take the judge down. As init
+the supervisor reaps every orphan itself (the job tini would do). It also makes itself
+non-dumpable, so the candidate cannot open /proc/1/fd/*, /proc/1/mem or /proc/1/environ,
+nor ptrace it. What a same-uid process can still do (prlimit, renice, sched_setscheduler on
+PID 1) is detected after every test: the test is marked `tampered` and the supervisor
+exits, so the host discards the container.
+
+Single-threaded on purpose: the container's pid limit is shared with the candidate, so a
+fork bomb would make any thread creation fail. One `selectors` loop, woken by SIGCHLD through
+a wakeup fd, feeds stdin, drains stdout/stderr with caps, and enforces the wall clock.
+"""
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import stat
+import sys
+import time
+
+WORK = "/work"
+SCRATCH = ("/work", "/tmp")
+OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+STDERR_TAIL = 4096
+CHUNK = 65536
+REAP_GRACE_S = 3.0
+PR_SET_DUMPABLE = 4
+PRCTL = ctypes.CDLL(None).prctl
+
+
+def send(msg):
+    data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view) :]
+
+
+def b64(data):
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def read_oom_kills():
+    """The memory cgroup's OOM-kill counter (cgroup v1 oom_control or v2 memory.events)."""
+    for path in OOM_FILES:
+        try:
+            with open(path) as handle:
+                for line in handle:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except OSError:
+            continue
+    return None
+
+
+def self_state():
+    """What a same-uid process could change about PID 1 from outside (see module doc)."""
+    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_"))
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+
+
+class Supervisor:
+    def __init__(self):
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_IGN)
+        self.baseline = self_state()
+
+    # -- process control -------------------------------------------------------------------
+
+    def kill_everything(self):
+        """SIGKILL every other process in the container and reap them all.
+
+        kill(-1) from PID 1 reaches every process we may signal (all run as our uid) and
+        cannot be escaped by setsid/double-fork. Returns False if something survives."""
+        deadline = time.monotonic() + REAP_GRACE_S
+        while True:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return True
+                if pid == 0:
+                    break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+
+    def spawn(self, argv, env, limits, stdin_fd, out_fd, err_fd, extra_fds):
+        pid = os.fork()
+        if pid != 0:
+            return pid
+        try:  # the child: never returns
+            signal.set_wakeup_fd(-1)
+            for sig in range(1, signal.NSIG):
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            os.setsid()
+            fds = [stdin_fd, out_fd, err_fd, *extra_fds]
+            # Move every fd above the target range first so dup2 never clobbers a source.
+            high = [os.dup(fd) for fd in fds]
+            for target, fd in enumerate(high):
+                os.dup2(fd, target)
+            os.closerange(len(fds), 65536)
+            for name, soft, hard in limits:
+                resource.setrlimit(name, (soft, hard))
+            PRCTL(PR_SET_DUMPABLE, 1, 0, 0, 0)  # our /proc files are root-owned until then
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # raising it needs no privilege: the OOM killer picks us
+            os.chdir(WORK)
+            os.execvpe(argv[0], list(argv), env)
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(2, f"sandbox: cannot start {argv[0]}: {exc!r}\n".encode())
+        os._exit(127)
+
+    def run(self, argv, env, limits, stdin_data, timeout_s, out_cap, err_keep, spec=None):
+        """Run one child to completion; return the raw facts of how it ended."""
+        pipes: list[int] = []
+
+        def mkpipe():
+            r, w = os.pipe()
+            pipes.extend((r, w))
+            return r, w
+
+        in_r, in_w = mkpipe()
+        out_r, out_w = mkpipe()
+        err_r, err_w = mkpipe()
+        extra = []
+        spec_w = res_r = None
+        if spec is not None:
+            spec_r, spec_w = mkpipe()
+            res_r, res_w = mkpipe()
+            extra = [spec_r, res_w]
+        oom_before = read_oom_kills()
+        started = time.monotonic()
+        pid = self.spawn(argv, env, limits, in_r, out_w, err_w, extra)
+        for fd in (in_r, out_w, err_w, *extra):
+            os.close(fd)
+        sel = selectors.DefaultSelector()
+        outputs = {out_r: bytearray(), err_r: bytearray()}
+        caps = {out_r: out_cap, err_r: None}
+        if res_r is not None:
+            outputs[res_r] = bytearray()
+            caps[res_r] = out_cap
+        for fd in outputs:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        writes = {in_w: memoryview(stdin_data)}
+        if spec_w is not None:
+            writes[spec_w] = memoryview(spec)
+        for fd in writes:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_WRITE)
+        sel.register(self.wake_r, selectors.EVENT_READ)
+        deadline = started + timeout_s
+        status = rusage = None
+        ended = None
+        over = None
+
+        def drain(fd):
+            nonlocal over
+            buf = outputs[fd]
+            while True:
+                try:
+                    chunk = os.read(fd, CHUNK)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(fd)
+                    return False
+                buf += chunk
+                cap = caps[fd]
+                if cap is None:
+                    if len(buf) > 2 * err_keep:
+                        del buf[:-err_keep]
+                elif len(buf) > cap:
+                    del buf[cap + 1 :]
+                    over = over or "output_limit"
+                    return True
+
+        def reap():
+            nonlocal status, rusage, ended
+            while True:
+                try:
+                    got, st, ru = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return
+                if got == 0:
+                    return
+                if got == pid:
+                    status, rusage, ended = st, ru, time.monotonic()
+
+        while status is None and over is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                over = "timeout"
+                break
+            for key, _ in sel.select(remaining):
+                fd = key.fd
+                if fd == self.wake_r:
+                    try:
+                        while os.read(fd, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    reap()
+                elif fd in writes:
+                    view = writes[fd]
+                    try:
+                        view = view[os.write(fd, view[:CHUNK]) :]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the child closed its end: it does not want more
+                        view = view[:0]
+                    writes[fd] = view
+                    if not view:
+                        sel.unregister(fd)
+                        os.close(fd)
+                        pipes.remove(fd)
+                        del writes[fd]
+                elif fd in outputs and fd in sel.get_map():
+                    drain(fd)
+        # The verdict is decided by the main process: whatever it left behind dies now,
+        # before we read what is still buffered in the pipes.
+        clean = self.kill_everything()
+        for fd in outputs:
+            if fd in sel.get_map():
+                drain(fd)
+        sel.close()
+        for fd in pipes:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        oom_after = read_oom_kills()
+        elapsed = (ended or time.monotonic()) - started
+        result = {
+            "status": over or ("signaled" if status is not None and os.WIFSIGNALED(status) else "exited"),
+            "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
+            "time_s": round(elapsed, 6),
+            "max_rss_kb": rusage.ru_maxrss if rusage is not None else None,
+            "oom": bool(oom_before is not None and oom_after is not None and oom_after > oom_before),
+            "stdout": b64(outputs[out_r][:out_cap]),
+            "stdout_bytes": len(outputs[out_r]),
+            "stderr": b64(outputs[err_r][-err_keep:]),
+            "clean": clean,
+        }
+        if res_r is not None:
+            result["result"] = b64(outputs[res_r][:out_cap])
+        return result
+
+    # -- work dir --------------------------------------------------------------------------
+
+    def reset_scratch(self, files):
+        """Empty /work and /tmp and write `files` into /work: every test starts pristine."""
+
+        def force(func, path, _exc):
+            try:
+                os.chmod(os.path.dirname(path), 0o700)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.chmod(path, 0o700)
+                func(path)
+            except OSError:
+                pass
+
+        for top in SCRATCH:  # root-owned tmpfs mounts with mode 1777: the candidate cannot chmod them
+            for name in os.listdir(top):
+                path = os.path.join(top, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, onerror=force)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+            if os.listdir(top):
+                raise RuntimeError(f"could not empty {top}")
+        for name, (data, mode) in files.items():
+            fd = os.open(os.path.join(WORK, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+
+
+def child_limits(req, time_s, file_mb):
+    cpu = int(time_s) + 1
+    return [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_NOFILE, req["open_files"], req["open_files"]),
+        (resource.RLIMIT_FSIZE, file_mb << 20, file_mb << 20),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+
+
+def read_request():
+    buf = bytearray()
+    while b"\n" not in buf:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            raise EOFError("stdin closed before a request arrived")
+        buf += chunk
+    line, _, _ = bytes(buf).partition(b"\n")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return json.loads(line)
+
+
+def syntax_error(source, filename):
+    """A Python compile-time error message, or None. Parses only: nothing is executed."""
+    try:
+        compile(source, filename, "exec", dont_inherit=True)  # safe: parse-only, inside the sandbox
+    except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def main():
+    PRCTL(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    sup = Supervisor()
+    send({"type": "ready", "oom_counter": read_oom_kills() is not None})
+    req = read_request()
+    env = req["env"]
+    source = base64.b64decode(req["source"])
+    files = {req["source_file"]: (source, 0o644)}
+    compiled = {"type": "compiled", "ok": True, "time_s": 0.0, "output": ""}
+    if req.get("syntax_check") == "python":
+        error = syntax_error(source, req["source_file"])
+        if error is not None:
+            compiled.update(ok=False, output=error)
+    elif req.get("compile"):
+        sup.reset_scratch(files)
+        limits = child_limits(req, req["compile_timeout_s"], req["file_size_mb"])
+        res = sup.run(req["compile"], env, limits, b"", req["compile_timeout_s"], 1 << 16, 1 << 16)
+        out = base64.b64decode(res["stderr"]) + base64.b64decode(res["stdout"])
+        ok = res["status"] == "exited" and res["exit_code"] == 0
+        if ok:
+            for name in req["artifacts"]:
+                path = os.path.join(WORK, name)
+                with open(path, "rb") as handle:
+                    files[name] = (handle.read(), stat.S_IMODE(os.stat(path).st_mode) | 0o500)
+        reason = (
+            ""
+            if ok
+            else f"compiler {res['status']}" + (" (time limit)" if res["status"] == "timeout" else "")
+        )
+        compiled.update(
+            ok=ok, time_s=res["time_s"], output=(reason + "\n" + out.decode("utf-8", "replace"))[-8192:]
+        )
+    send(compiled)
+    if not compiled["ok"]:
+        send({"type": "done"})
+        return 0
+    tests = req["tests"]
+    argv = req["harness"] if req["mode"] != "stdio" else req["run"]
+    for index in req.get("indices", range(len(tests))):
+        test = tests[index]
+        sup.reset_scratch(files)
+        spec = base64.b64decode(test["spec"]) if test.get("spec") is not None else None
+        res = sup.run(
+            argv,
+            env,
+            child_limits(req, req["time_s"], req["file_size_mb"]),
+            base64.b64decode(test.get("stdin", "")),
+            req["time_s"],
+            req["stdout_bytes"],
+            req["stderr_bytes"],
+            spec=spec,
+        )
+        res["tampered"] = self_state() != sup.baseline
+        send({"type": "test", "index": index, **res})
+        if res["tampered"] or not res["clean"]:
+            return 3  # this container can no longer be trusted: the host re-runs the rest
+    send({"type": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except BaseException as exc:  # report, then let the container die
+        with contextlib.suppress(OSError):
+            send({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+        code = 2
+    sys.stdout.flush()
+    os._exit(code)

@@ -1,0 +1,65 @@
+"""Helpers shared by the sandbox tests (dev data, host process and container inspection)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from referee.sandbox.image import SANDBOX_UID
+from referee.sandbox.limits import LABEL
+from referee.sandbox.settings import SandboxSettings
+
+TEST_INSTANCE = "pytest"
+
+
+def evals_dir() -> Path:
+    default = Path(__file__).resolve().parents[2].parent / "shared" / "evals"
+    return Path(os.environ.get("REFEREE_EVALS_DIR", default))
+
+
+def load_code_rows() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    lines = (evals_dir() / "code_dev.jsonl").read_text().splitlines()
+    return json.loads(lines[0]), [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def make_sandbox_settings(**overrides: object) -> SandboxSettings:
+    values: dict[str, object] = {"instance": TEST_INSTANCE, "pool_size": 2}
+    values.update(overrides)
+    return SandboxSettings(**values)  # type: ignore[arg-type]
+
+
+def docker_client() -> Any:
+    import docker
+
+    return docker.from_env()
+
+
+def sandbox_uid_processes() -> dict[int, str]:
+    """Host pids running as the sandbox uid -> the docker container id of their cgroup ('' if none)."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != SANDBOX_UID:
+                continue
+            cgroup = Path(f"/proc/{entry}/cgroup").read_text()
+        except OSError:
+            continue
+        cid = ""
+        for line in cgroup.splitlines():
+            if "/docker/" in line:
+                cid = line.rsplit("/docker/", 1)[1].strip()[:64]
+                break
+        found[int(entry)] = cid
+    return found
+
+
+def labelled_containers() -> list[str]:
+    client = docker_client()
+    try:
+        return [c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})]
+    finally:
+        client.close()

@@ -1,0 +1,322 @@
+"""Hostile programs: each has an expected verdict, and after each one nothing may have escaped.
+
+Probe programs follow the policy's convention: they print the honest answer only when their
+probe is blocked, so a leaky sandbox shows up as wrong_answer instead of accepted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from referee.verifiers.base import Check
+from referee.verifiers.code import CodeOptions, CodeVerifier
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "20 22\n", "output": "42\n"}]
+HONEST = "a, b = map(int, input().split())\nprint(a + b)\n"
+LIAR = "    a, b = map(int, input().split())\n    print(a + b + 1)\n"
+
+
+def probe(blocked_when: str) -> str:
+    """A program whose answer is honest only if `blocked_when` (a statement that raises when the
+    probe is blocked) fails."""
+    body = "\n".join("    " + line for line in blocked_when.strip().splitlines())
+    return f"import os, sys, socket\ntry:\n{body}\nexcept Exception:\n    leaked = False\nelse:\n    leaked = True\nif leaked:\n{LIAR}else:\n    {HONEST.replace(chr(10), chr(10) + '    ').rstrip()}\n"
+
+
+@dataclass
+class Case:
+    id: str
+    program: str
+    verdict: str
+    fraction: float
+    language: str = "python"
+    test_format: str = "stdio"
+    tests: Any = field(default_factory=lambda: SUM_TESTS)
+    max_test_ms: float | None = None
+
+
+CASES = [
+    Case(
+        "fork_bomb_naive",
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        "time_limit_exceeded",
+        0.0,
+    ),
+    Case(
+        "fork_bomb_survives_parent",
+        "import os, sys\nif os.fork() == 0:\n    os.setsid()\n    os.close(1)\n    while True:\n"
+        "        try:\n            os.fork()\n        except OSError:\n            pass\n" + HONEST,
+        "accepted",
+        1.0,
+        max_test_ms=1500,
+    ),
+    Case("memory_4gb_python", "x = b'x' * (4 * 1024 ** 3)\n" + HONEST, "memory_limit_exceeded", 0.0),
+    Case("memory_huge_request_python", "x = [0] * (10 ** 11)\n" + HONEST, "memory_limit_exceeded", 0.0),
+    Case(
+        "memory_slow_growth",
+        "import time\nhog = []\nwhile True:\n    hog.append(b'y' * (8 << 20))\n    time.sleep(0.01)\n",
+        "memory_limit_exceeded",
+        0.0,
+    ),
+    Case(
+        "memory_in_child_process",
+        "import os\nif os.fork() == 0:\n    x = b'x' * (1 << 30)\n    os._exit(0)\n"
+        "_, st = os.wait()\nassert st == 0, st\n" + HONEST,
+        "memory_limit_exceeded",
+        0.0,
+    ),
+    Case("memory_200mb_is_allowed", "x = b'x' * (200 << 20)\n" + HONEST, "accepted", 1.0),
+    Case(
+        "memory_4gb_cpp",
+        "#include <vector>\n#include <cstdio>\nint main(){std::vector<char> v(4LL<<30, 1);"
+        'std::printf("%d\\n", v[12345]);}\n',
+        "memory_limit_exceeded",
+        0.0,
+        language="cpp",
+    ),
+    Case(
+        "memory_bad_alloc_cpp",
+        "#include <cstdio>\n#include <vector>\nint main(){std::vector<long long> v;"
+        'v.reserve(1LL<<40);std::printf("%zu\\n", v.capacity());}\n',
+        "memory_limit_exceeded",
+        0.0,
+        language="cpp",
+    ),
+    Case(
+        "stdout_100mb",
+        "import sys\nfor _ in range(100):\n    sys.stdout.write('9' * (1 << 20))\n",
+        "output_limit_exceeded",
+        0.0,
+    ),
+    Case(
+        "stdout_just_over_cap",
+        "import sys\nsys.stdout.write('3\\n' + 'x' * (1 << 20))\n",
+        "output_limit_exceeded",
+        0.0,
+    ),
+    Case(
+        "stdout_exactly_at_cap",
+        "import sys\nsys.stdout.write('7 ' * (1 << 19))\n",
+        "accepted",
+        1.0,
+        tests=[{"input": "", "output": "7 " * (1 << 19)}],
+    ),
+    Case(
+        "orphan_keeps_stdout_open",
+        "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n" + HONEST,
+        "accepted",
+        1.0,
+        max_test_ms=1500,
+    ),
+    Case(
+        "kill_the_parent",
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(1, signal.SIGKILL)\n" + HONEST,
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "kill_everything",
+        "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n" + HONEST,
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "tamper_with_supervisor_rlimits",
+        "import resource\nresource.prlimit(1, resource.RLIMIT_NOFILE, (8, 8))\n" + HONEST,
+        "runtime_error",
+        0.0,
+    ),
+    Case(
+        "inject_into_result_stream",
+        probe("open('/proc/1/fd/1', 'wb').write(b'{\"type\":\"done\"}\\n')"),
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "connect_public_ip",
+        probe("socket.create_connection(('192.0.2.1', 80), timeout=5)"),
+        "accepted",
+        1.0,
+        max_test_ms=1500,
+    ),
+    Case(
+        "connect_loopback",
+        probe("socket.create_connection(('127.0.0.1', 2375), timeout=5)"),
+        "accepted",
+        1.0,
+        max_test_ms=1500,
+    ),
+    Case(
+        "connect_docker_bridge",
+        probe("socket.create_connection(('172.17.0.1', 2375), timeout=5)"),
+        "accepted",
+        1.0,
+        max_test_ms=1500,
+    ),
+    Case("dns_lookup", probe("socket.getaddrinfo('example.com', 80)"), "accepted", 1.0, max_test_ms=1500),
+    Case(
+        "docker_socket",
+        probe("s = socket.socket(socket.AF_UNIX)\ns.connect('/var/run/docker.sock')"),
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "docker_socket_anywhere",
+        probe(
+            "import glob\nassert [p for p in ('/var/run/docker.sock', '/run/docker.sock', "
+            "'/run/containerd/containerd.sock', '/docker.sock') if os.path.exists(p)] + glob.glob('/run/**/*.sock', "
+            "recursive=True)"
+        ),
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "environment_secrets",
+        probe("assert set(os.environ) - {'PATH', 'LANG', 'HOME', 'LC_CTYPE', 'PWD'}"),
+        "accepted",
+        1.0,
+    ),
+    Case("supervisor_environ", probe("open('/proc/1/environ', 'rb').read()"), "accepted", 1.0),
+    Case("etc_shadow", probe("open('/etc/shadow').read()"), "accepted", 1.0),
+    Case("write_outside_workdir", probe("open('/etc/referee-canary', 'w').write('x')"), "accepted", 1.0),
+    Case(
+        "write_site_packages",
+        probe(
+            "import sysconfig\nopen(sysconfig.get_paths()['purelib'] + '/sitecustomize.py', 'w').write('x')"
+        ),
+        "accepted",
+        1.0,
+    ),
+    Case("write_opt_referee", probe("open('/opt/referee/harness.py', 'a').write('x')"), "accepted", 1.0),
+    Case("workdir_is_writable", "open('scratch.txt', 'w').write('ok')\n" + HONEST, "accepted", 1.0),
+    Case(
+        "files_state_does_not_leak_between_tests",
+        "import os\nif os.path.exists('/tmp/seen') or os.path.exists('seen'):\n    print(0)\nelse:\n"
+        "    open('/tmp/seen', 'w').close()\n    open('seen', 'w').close()\n"
+        "    a, b = map(int, input().split())\n    print(a + b)\n",
+        "accepted",
+        1.0,
+    ),
+    # The probes build the token at run time, so their own source does not contain it.
+    Case(
+        "search_files_for_expected",
+        "import os\ntok = ('917' + '531').encode()\nfound = False\n"
+        "for top in ('/work', '/tmp', '/opt', '/run', '/var/tmp', '/etc'):\n"
+        "    for root, dirs, files in os.walk(top):\n        for f in files:\n            try:\n"
+        "                if tok in open(os.path.join(root, f), 'rb').read(1 << 20):\n                    found = True\n"
+        "            except OSError:\n                pass\n"
+        "for pid in os.listdir('/proc'):\n    for part in ('cmdline', 'environ'):\n        try:\n"
+        "            if pid.isdigit() and tok in open(f'/proc/{pid}/{part}', 'rb').read():\n                found = True\n"
+        "        except OSError:\n            pass\n"
+        "a, b = map(int, input().split())\nprint(a + b + (1 if found else 0))\n",
+        "accepted",
+        1.0,
+        tests=[{"input": "917000 531\n", "output": "917531\n"}],
+    ),
+    Case(
+        "eq_always_true_function",
+        "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+        "def add(a, b):\n    return Any()\n",
+        "wrong_answer",
+        0.0,
+        test_format="function",
+        tests=[{"fn_name": "add", "args": [1, 2], "expected": 3}],
+    ),
+    Case(
+        "eq_int_subclass_function",
+        "class Int(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        "def add(a, b):\n    return Int(0)\n",
+        "wrong_answer",
+        0.0,
+        test_format="function",
+        tests=[{"fn_name": "add", "args": [1, 2], "expected": 3}],
+    ),
+    Case(
+        "eq_always_true_assert",
+        "class Any:\n    def __eq__(self, other):\n        return True\n    def __bool__(self):\n        return True\n"
+        "def add(a, b):\n    return Any()\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert add(1, 2) == 3\nassert add(2, 2)\nassert not add(0, 0) != 0",
+    ),
+    Case(
+        "fake_class_attribute_assert",
+        "class Fake:\n    __class__ = property(lambda self: int)\n    def __eq__(self, other):\n        return True\n"
+        "def add(a, b):\n    return Fake()\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert add(1, 2) == 3",
+    ),
+    Case(
+        "frame_walker_function",
+        "import sys, gc\ndef add(a, b):\n    target = int('917' + '531')\n    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n        for scope in (frame.f_locals, frame.f_globals):\n"
+        "            for v in list(scope.values()):\n                if v == target or str(target) in repr(v):\n"
+        "                    return -1\n        frame = frame.f_back\n"
+        "    for obj in gc.get_objects():\n        try:\n"
+        "            if isinstance(obj, (list, tuple)) and target in obj:\n                return -1\n"
+        "            if isinstance(obj, dict) and (target in obj.values() or 'expected' in obj):\n                return -1\n"
+        "        except Exception:\n            pass\n    return a + b\n",
+        "accepted",
+        1.0,
+        test_format="function",
+        tests=[{"fn_name": "add", "args": [917000, 531], "expected": 917531}],
+    ),
+    Case(
+        "frame_walker_assert",
+        "import sys\ndef add(a, b):\n    frame = sys._getframe(1)\n    while frame:\n"
+        "        if 917531 in frame.f_code.co_consts or '917531' in repr(frame.f_locals):\n            return -1\n"
+        "        frame = frame.f_back\n    return a + b\n",
+        "accepted",
+        1.0,
+        test_format="assert",
+        tests="assert add(917000, 531) == 917531",
+    ),
+    Case(
+        "exit_zero_before_function",
+        "import os\nos._exit(0)\ndef add(a, b):\n    return a + b\n",
+        "wrong_answer",
+        0.0,
+        test_format="function",
+        tests=[{"fn_name": "add", "args": [1, 2], "expected": 3}],
+    ),
+    Case(
+        "forged_result_write",
+        'import os\nos.write(4, b\'{"values": [{"t": "bool", "v": true}]}\')\nos._exit(0)\n',
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert add(1, 2) == 3",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+async def test_hostile_program(case: Case, sandbox_pool, escape_check) -> None:  # type: ignore[no-untyped-def]
+    verifier = CodeVerifier()
+    options = CodeOptions()
+    reference = verifier.validate_reference(
+        {"language": case.language, "test_format": case.test_format, "tests": case.tests}
+    )
+    prepared = verifier.prepare(reference, options)
+    [check] = await verifier.check_group([case.program], prepared, options, {"sandbox": sandbox_pool})
+    assert isinstance(check, Check), check
+    assert (check.details["verdict"], check.score) == (case.verdict, pytest.approx(case.fraction)), (
+        check.details
+    )
+    if case.max_test_ms is not None:
+        assert max(t["time_ms"] for t in check.details["tests"]) < case.max_test_ms, check.details
+
+
+async def test_host_canaries_untouched(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The write probes above target paths inside the container's read-only image; the host's
+    own files of the same names must not exist."""
+    assert not os.path.exists("/etc/referee-canary")
