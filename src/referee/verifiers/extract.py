@@ -53,6 +53,26 @@ def _braced(text: str, open_index: int) -> tuple[str, int] | None:
     return None
 
 
+def _brace_matches(text: str) -> dict[int, int]:
+    """Index of the matching `}` for every balanced `{`, in one linear pass (same escape rule
+    as `_braced`). Calling `_braced` once per box is quadratic on "\\boxed{" * 100000."""
+    matches: dict[int, int] = {}
+    stack: list[int] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] in "{}":
+            i += 2
+            continue
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            matches[stack.pop()] = i
+        i += 1
+    return matches
+
+
 def boxed_spans(text: str) -> list[tuple[int, int, str]]:
     """All `\\boxed{...}` / `\\fbox{...}` occurrences as (start, end, contents), in order.
 
@@ -60,10 +80,16 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
     (a truncated completion) are skipped.
     """
     spans: list[tuple[int, int, str]] = []
+    matches: dict[int, int] | None = None
+    # Next occurrence of each command, refreshed only once passed: a fresh find() per box for a
+    # command that never occurs again would rescan the rest of the text every time (quadratic).
+    next_at = dict.fromkeys(_BOX_COMMANDS, -2)
     i = 0
     while True:
-        starts = [(text.find(cmd, i), cmd) for cmd in _BOX_COMMANDS]
-        starts = [(s, c) for s, c in starts if s >= 0]
+        for cmd in _BOX_COMMANDS:
+            if -1 < next_at[cmd] < i or next_at[cmd] == -2:
+                next_at[cmd] = text.find(cmd, i)
+        starts = [(s, c) for c, s in next_at.items() if s >= 0]
         if not starts:
             return spans
         start, cmd = min(starts)
@@ -71,13 +97,14 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
         while j < len(text) and text[j] in " \t":
             j += 1
         if j < len(text) and text[j] == "{":
-            got = _braced(text, j)
-            if got is None:
+            if matches is None:
+                matches = _brace_matches(text)
+            close = matches.get(j)
+            if close is None:
                 i = j + 1
                 continue
-            contents, end = got
-            spans.append((start, end, contents))
-            i = end
+            spans.append((start, close + 1, text[j + 1 : close]))
+            i = close + 1
         elif j < len(text) and j > start + len(cmd) and text[j] not in "\\$":
             # "\boxed 5": a single token up to whitespace or a math delimiter.
             k = j

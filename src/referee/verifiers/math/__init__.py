@@ -1,5 +1,14 @@
-"""Placeholder: filled in by its own issue."""
+"""The `math` verifier (final-answer equivalence under Referee's math policy).
+
+Private modules, in pipeline order: `_extract` (final answer, retractions, hedges), `_text`
+(spelling clean-up), `_lexer` (whitelist tokenizer), `_parser` (grammar -> tuple tree),
+`_values` (what the answer denotes), `_numeric` (exact / bounded numeric equality),
+`_compare` (policy rules), `_format` (bounded rendering for details).
+"""
 
 from referee.verifiers.base import Verifier
+from referee.verifiers.math._verifier import MathOptions, MathReference, MathVerifier
 
-VERIFIERS: list[type[Verifier]] = []
+__all__ = ["VERIFIERS", "MathOptions", "MathReference", "MathVerifier"]
+
+VERIFIERS: list[type[Verifier]] = [MathVerifier]

@@ -1,0 +1,188 @@
+"""Which part of a completion is its final answer (policy rules 1-3).
+
+Order of precedence, all in the part after the last `</think>`:
+1. `\\boxed{}` / `\\fbox{}`: the last box, minus boxes retracted before it ("actually ...
+   the correct value is"). Several remaining boxes with different values are returned
+   together: the caller treats them as one set (a hedge unless the gold is that set).
+2. the last `<answer>` block;
+3. the last explicit statement: "Answer: X", "the answer is X", "#### X";
+4. a concluding sentence that states a value ("... so she sold 160 muffins.").
+A completion that ends mid-sentence, opens `<think>` without closing it, or only has an empty
+box has no final answer. All scans are linear in the length of the completion.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from referee.verifiers import extract
+
+# Words that take back what came before: a box before them is retracted.
+_RETRACT = re.compile(
+    r"(?i)\b(?:actually|wait|oops|mistake|wrong|incorrect|not correct|error|correction|instead|"
+    r"re-?check\w*|re-?do|re-?comput\w*|re-?calculat\w*|miscalculat\w*|dropped a|scratch that|"
+    r"on second thought|correct (?:value|answer|result) is|should be)\b"
+)
+# A last sentence like these does not state a result.
+_NOT_A_CONCLUSION = re.compile(
+    r"(?i)\b(?:whether|let me|let's|let us|we need|need to|sorry|cannot|can't|unable|leave|"
+    r"left to the reader|not sure|i think|maybe|perhaps|might|could be)\b|\?"
+)
+# After the last box: a retraction that names a replacement ("wait, it should be 6").
+_RETRACT_AFTER = re.compile(r"(?i)\b(?:wait|actually|oops|mistake|wrong|incorrect|correction)\b")
+_REPLACEMENT = re.compile(
+    r"(?i)\b(?:should be|is actually|correct (?:answer|value|result) is|answer is)\s*[:：]?\s*(?P<a>[^\n]{1,300})"
+)
+_NEGATED = re.compile(r"(?i)^(?:not|never|no longer)\b")
+# "16, not 15" / "16 (not 15)": what follows the negation is not the answer.
+_NEGATED_TAIL = re.compile(r"(?i)[,;(]?\s*\b(?:not|rather than|instead of)\b")
+# "Answer A: ... Answer B: ...": labelled alternatives are a hedge (policy 3).
+_LABELLED = re.compile(r"(?im)\b(?:answer|option|case)\s+(?:[A-Z]|\d)\s*[:：]\s*(?P<a>[^\n]{1,300})")
+_DISPLAY_END = re.compile(r"(?s)(?:\$\$|\\\[)(?P<a>[^$]{1,2000}?)(?:\$\$|\\\])$")
+_BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
+_NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?%?")
+_CHOICE = re.compile(r"\b(?:choice|option)\s+\(?([A-J])\)?(?![A-Za-z])")
+_COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
+_PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+|\n\s*")
+_LIST_GAP = re.compile(r"(?i)^\s*,?\s*(?:or|and)\s*$")
+
+MAX_STATEMENT = 2000
+MAX_TAIL = 4000  # the concluding sentence is searched in the last characters only
+
+
+@dataclass(slots=True)
+class Extracted:
+    answers: list[str] = field(default_factory=list)
+    how: str = "none"
+    reason: str | None = None
+
+
+def _none(reason: str) -> Extracted:
+    return Extracted([], "none", reason)
+
+
+def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
+    tail = part[spans[-1][1] :]
+    if "\\boxed" in tail or "\\fbox" in tail:
+        return _none("the last \\boxed{} is cut off")
+    retraction = _RETRACT_AFTER.search(tail)
+    if retraction is not None:
+        replacements = list(_REPLACEMENT.finditer(tail, retraction.end()))
+        replaced = clean_statement(replacements[-1].group("a")) if replacements else None
+        if replaced:
+            return Extracted([replaced], "retracted-box")
+    start = 0
+    for k in range(1, len(spans)):
+        if _RETRACT.search(part[spans[k - 1][1] : spans[k][0]]):
+            start = k
+    kept = [contents for _, _, contents in spans[start:]]
+    if not kept[-1].strip():
+        return _none("the final \\boxed{} is empty")
+    return Extracted([c for c in kept if c.strip()], "boxed")
+
+
+def _sentence_end(text: str) -> int:
+    """Index of the end of the first sentence of `text` (math between $...$ is skipped)."""
+    in_math = False
+    for i, ch in enumerate(text):
+        if ch == "$":
+            # A `$` with no partner later is currency, not math.
+            in_math = not in_math and text.find("$", i + 1) >= 0
+        elif not in_math and (ch == "\n" or (ch in ".!" and (i + 1 == len(text) or text[i + 1].isspace()))):
+            return i
+    return len(text)
+
+
+def clean_statement(text: str) -> str | None:
+    """The answer in "X. I hope it is correct" / "$x$ dollars" / "**12**"."""
+    text = text.strip()
+    text = text[: _sentence_end(text)]
+    for delim in ("$", "\\(", "\\["):
+        at = text.find(delim)
+        if at > 0:
+            text = text[at:]
+            break
+    text = text.replace("**", " ").replace("__", " ").strip().rstrip(".").strip()
+    if not text or _NEGATED.match(text):
+        return None
+    negation = _NEGATED_TAIL.search(text)
+    if negation is not None:
+        text = text[: negation.start()].rstrip(" ,;(")
+    return text or None
+
+
+def _math_spans(sentence: str) -> list[tuple[int, int, str]]:
+    """`$...$` spans whose content looks like math; a `$` that opens prose is currency."""
+    spans: list[tuple[int, int, str]] = []
+    i = sentence.find("$")
+    while i >= 0:
+        j = sentence.find("$", i + 1)
+        if j < 0:
+            break
+        content = sentence[i + 1 : j]
+        if content.strip() and not _PROSE.search(_COMMAND_ARG.sub(" ", content)):
+            spans.append((i, j + 1, content))
+            i = sentence.find("$", j + 1)
+        else:
+            i = j
+    return spans
+
+
+def _concluding(part: str) -> Extracted:
+    tail = part[-MAX_TAIL:].rstrip()
+    while tail and tail[-1] in "*_`":
+        tail = tail[:-1].rstrip()
+    display = _DISPLAY_END.search(tail)
+    if display is not None:  # "**Final Answer**\n$$ 42 $$"
+        return Extracted([display.group("a")], "display")
+    if not tail.endswith((".", "!")):
+        return _none("no final answer: the response does not conclude (cut off or no statement)")
+    breaks = list(_SENTENCE_BREAK.finditer(tail, 0, len(tail) - 1))
+    sentence = tail[breaks[-1].end() :] if breaks else tail
+    if _NOT_A_CONCLUSION.search(sentence):
+        return _none("no final answer: the last sentence does not state a result")
+    candidates: list[tuple[int, int, str]] = _math_spans(sentence)
+    candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
+    candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
+    candidates += [(m.start(), m.end(), m.group(1)) for m in _CHOICE.finditer(sentence)]
+    if not candidates:
+        return _none("no final answer found")
+    candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
+    last = candidates[-1]
+    # "99 or 100": keep both so that the hedge is judged as one.
+    earlier = [c for c in candidates if c[1] <= last[0]]
+    if earlier:
+        prev = max(earlier, key=lambda c: (c[1], c[1] - c[0]))
+        if _LIST_GAP.match(sentence[prev[1] : last[0]]):
+            return Extracted([prev[2], last[2]], "sentence")
+    return Extracted([last[2]], "sentence")
+
+
+def final_answer(response: str) -> Extracted:
+    part = extract.final_part(response)
+    if part is None:
+        return _none("no final answer: <think> is never closed")
+    if not part.strip():
+        return _none("no final answer: nothing after the reasoning")
+    spans = extract.boxed_spans(part)
+    if spans:
+        return _boxed(part, spans)
+    block = extract.last_answer_block(response)
+    if block is not None and block.strip():
+        inner = extract.last_answer_statement(block)
+        cleaned = clean_statement(inner if inner is not None else block)
+        if cleaned:
+            return Extracted([cleaned], "answer_tag")
+    labelled = [m.group("a") for m in _LABELLED.finditer(part)]
+    if len(labelled) > 1:
+        alternatives = [a for a in map(clean_statement, labelled) if a]
+        if len(alternatives) > 1:
+            return Extracted(alternatives, "statement")
+    for at, _ in reversed(extract.answer_statements(part)):
+        # Re-read from the statement's start: math between $...$ may run over lines.
+        cleaned = clean_statement(part[at : at + MAX_STATEMENT])
+        if cleaned:
+            return Extracted([cleaned], "statement")
+    return _concluding(part)

@@ -1,0 +1,355 @@
+"""Whitelist tokenizer for LaTeX / plain-text math answers.
+
+Only the characters and commands listed here become tokens; anything else (quotes, dots
+outside numbers, `@`, unknown `\\commands`, Python syntax such as `__import__`) is a `LexError`,
+so model text can never reach anything that evaluates code. Tokens are plain data: the parser
+builds its own tree from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+MAX_CHARS = 20_000
+MAX_DIGITS = 20_000
+_CHUNK = 4_000  # Python refuses int(str) beyond 4300 digits: convert long literals in chunks
+WORD_MARK = "\x01"  # _text marks the argument of \text{...} as one word: \x01word\x01
+
+
+class LexError(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class Token:
+    kind: str
+    val: Any = None
+    sp: bool = False  # whitespace before the token
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: Fraction
+    decimals: int | None  # digits after the point of a terminating decimal literal, else None
+    text: str
+
+
+_GREEK = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta",
+    "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi",
+    "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
+}  # fmt: skip
+FUNCTIONS = {
+    "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "ln", "log", "exp", "lg",
+}  # fmt: skip
+_COMMANDS: dict[str, tuple[str, Any]] = {
+    "frac": ("frac", None),
+    "sqrt": ("sqrt", None),
+    "binom": ("binom", None),
+    "pi": ("const", "pi"),
+    "infty": ("inf", None),
+    "emptyset": ("empty", None),
+    "varnothing": ("empty", None),
+    "times": ("op", "*"),
+    "cdot": ("op", "*"),
+    "ast": ("op", "*"),
+    "div": ("op", "/"),
+    "pm": ("op", "pm"),
+    "mp": ("op", "mp"),
+    "cup": ("op", "cup"),
+    "cap": ("op", "cap"),
+    "setminus": ("op", "setminus"),
+    "le": ("rel", "le"),
+    "leq": ("rel", "le"),
+    "leqslant": ("rel", "le"),
+    "ge": ("rel", "ge"),
+    "geq": ("rel", "ge"),
+    "geqslant": ("rel", "ge"),
+    "lt": ("rel", "<"),
+    "gt": ("rel", ">"),
+    "ne": ("rel", "ne"),
+    "neq": ("rel", "ne"),
+    "approx": ("rel", "="),
+    "in": ("rel", "in"),
+    "colon": ("rel", ":"),
+    "mid": ("|", None),
+    "vert": ("|", None),
+    "lvert": ("|", None),
+    "rvert": ("|", None),
+    "lfloor": ("lfloor", None),
+    "rfloor": ("rfloor", None),
+    "lceil": ("lceil", None),
+    "rceil": ("rceil", None),
+    "langle": ("(", None),
+    "rangle": (")", None),
+    "lbrace": ("lset", None),
+    "rbrace": ("rset", None),
+}
+# Multi-letter words that are always words (units), even when glued to a number or a `^2`.
+_UNITS = {
+    "cm", "mm", "km", "kg", "mg", "ml", "ft", "yd", "mi", "hr", "hrs", "min", "mins", "sec", "secs",
+    "mph", "lb", "lbs", "oz", "sq", "units", "unit", "dollars", "cents", "degrees", "meters",
+}  # fmt: skip
+_PLAIN_WORDS: dict[str, tuple[str, Any]] = {
+    "pi": ("const", "pi"),
+    "inf": ("inf", None),
+    "infty": ("inf", None),
+    "infinity": ("inf", None),
+    "sqrt": ("sqrt", None),
+    "or": ("conn", "or"),
+    "and": ("conn", "and"),
+}
+_SINGLE_CHAR = {
+    "+": ("op", "+"),
+    "-": ("op", "-"),
+    "/": ("op", "/"),
+    "^": ("op", "^"),
+    "_": ("op", "_"),
+    "%": ("op", "%"),
+    "=": ("rel", "="),
+    "<": ("rel", "<"),
+    ">": ("rel", ">"),
+    ":": ("rel", ":"),
+    "(": ("(", None),
+    ")": (")", None),
+    "[": ("[", None),
+    "]": ("]", None),
+    "{": ("{", None),
+    "}": ("}", None),
+    ",": (",", None),
+    ";": (";", None),
+    "|": ("|", None),
+    "&": ("&", None),
+}
+
+
+def _isdigit(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '¹' and '٣', which int() rejects."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+def _letter(ch: str) -> Token:
+    if ch in ("e", "i"):
+        return Token("const", ch)
+    return Token("sym", ch)
+
+
+def _braced_name(text: str, pos: int) -> tuple[str, int]:
+    """`{name}` at pos (letters/stars only) -> (name, index after)."""
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    if pos >= len(text) or text[pos] != "{":
+        raise LexError("expected {name}")
+    end = text.find("}", pos)
+    if end < 0 or end - pos > 40:
+        raise LexError("bad {name}")
+    return text[pos + 1 : end].strip(), end + 1
+
+
+def _digits(text: str) -> int:
+    value = 0
+    for start in range(0, len(text), _CHUNK):
+        chunk = text[start : start + _CHUNK]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
+
+
+def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
+    n = len(text)
+    start = pos
+    if single_digit:
+        return Token("num", Num(Fraction(int(text[pos])), None, text[pos])), pos + 1
+    while pos < n and _isdigit(text[pos]):
+        pos += 1
+    int_part = text[start:pos]
+    frac_part = ""
+    point = False
+    if pos < n and text[pos] == "." and (pos + 1 < n and (_isdigit(text[pos + 1]) or text[pos + 1] == "\\")):
+        point = True
+        pos += 1
+        f0 = pos
+        while pos < n and _isdigit(text[pos]):
+            pos += 1
+        frac_part = text[f0:pos]
+    if not int_part and not frac_part:
+        raise LexError("lone decimal point")
+    if len(int_part) + len(frac_part) > MAX_DIGITS:
+        raise LexError("number literal too long")
+    # Repeating decimal: 0.\overline{3}, 2.1\overline{6}.
+    if point and text.startswith("\\overline", pos):
+        rep, after = _braced_name(text, pos + len("\\overline"))
+        if not _isdigit(rep) or len(rep) > 200:
+            raise LexError("bad repeating decimal")
+        fixed = _digits((int_part or "0") + frac_part)
+        whole = fixed * 10 ** len(rep) + int(rep)
+        value = Fraction(whole - fixed, 10 ** len(frac_part) * (10 ** len(rep) - 1))
+        return Token("num", Num(value, None, text[start:after])), after
+    value = Fraction(_digits((int_part or "0") + frac_part), 10 ** len(frac_part))
+    decimals = len(frac_part) if point else None
+    # E-notation (policy: "6.02e23" is 6.02 x 10^23).
+    if pos + 1 < n and text[pos] in "eE":
+        k = pos + 1
+        if text[k] in "+-":
+            k += 1
+        k0 = k
+        while k < n and _isdigit(text[k]) and k - k0 < 6:
+            k += 1
+        if k > k0 and not (k < n and (_isdigit(text[k]) or text[k].isalpha())):
+            exponent = int(text[pos + 1 : k])
+            if abs(exponent) > 10_000:
+                raise LexError("exponent too large")
+            value *= Fraction(10) ** exponent
+            return Token("num", Num(value, None, text[start:k])), k
+    return Token("num", Num(value, decimals, text[start:pos])), pos
+
+
+def tokenize(text: str) -> list[Token]:
+    if len(text) > MAX_CHARS:
+        raise LexError("answer too long")
+    tokens: list[Token] = []
+    n = len(text)
+    pos = 0
+    space = False
+    single_args = 0  # \frac12 / \sqrt2: the arguments of these commands are single characters
+    while pos < n:
+        ch = text[pos]
+        if ch.isspace():
+            space = True
+            pos += 1
+            continue
+        start = pos
+        if ch == WORD_MARK:
+            end = text.find(WORD_MARK, pos + 1)
+            if end < 0:
+                raise LexError("unterminated word")
+            word = " ".join(text[pos + 1 : end].lower().split())
+            tok = Token("conn", word) if word in ("or", "and") else Token("word", word)
+            pos = end + 1
+            tok.sp = space
+            space = False
+            tokens.append(tok)
+            continue
+        if _isdigit(ch) or (ch == "." and pos + 1 < n and _isdigit(text[pos + 1])):
+            tok, pos = _number(text, pos, single_args > 0 and _isdigit(ch))
+            single_args = max(0, single_args - 1)
+        elif ch.isascii() and ch.isalpha():
+            while pos < n and text[pos].isascii() and text[pos].isalpha():
+                pos += 1
+            run = text[start:pos]
+            single_args = max(0, single_args - 1)
+            lower = run.lower()
+            if len(run) == 1:
+                tok = _letter(run)
+            elif lower in FUNCTIONS:
+                tok = Token("func", lower)
+            elif lower in _PLAIN_WORDS:
+                kind, val = _PLAIN_WORDS[lower]
+                tok = Token(kind, val)
+            else:
+                glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
+                glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
+                if lower in _UNITS or not (glued_left or glued_right):
+                    tok = Token("word", lower)
+                else:  # "2xy", "a^2b": a product of one-letter symbols
+                    for k, letter in enumerate(run):
+                        t = _letter(letter)
+                        t.sp = space and k == 0
+                        tokens.append(t)
+                    space = False
+                    continue
+        elif ch == "\\":
+            pos += 1
+            if pos < n and text[pos].isalpha():
+                while pos < n and text[pos].isalpha():
+                    pos += 1
+                name = text[start + 1 : pos]
+                if name in _COMMANDS:
+                    kind, val = _COMMANDS[name]
+                    tok = Token(kind, val)
+                    if kind in ("frac", "binom"):
+                        single_args = 3  # counts the command itself, decremented below
+                    elif kind == "sqrt":
+                        single_args = 2
+                elif name in FUNCTIONS:
+                    tok = Token("func", name)
+                elif name in _GREEK:
+                    tok = Token("sym", name)
+                elif name == "mathbb":
+                    letter, pos = _braced_name(text, pos)
+                    tok = Token("reals") if letter == "R" else Token("word", "mathbb" + letter)
+                elif name in ("begin", "end"):
+                    env, pos = _braced_name(text, pos)
+                    tok = Token(name, env)
+                    if name == "begin" and env == "array":
+                        _, pos = _braced_name(text, pos)  # column spec {cc}
+                else:
+                    raise LexError(f"unsupported command \\{name[:30]}")
+            elif pos < n and text[pos] in "{}":
+                tok = Token("lset" if text[pos] == "{" else "rset")
+                pos += 1
+            elif pos < n and text[pos] == "\\":
+                tok = Token("rowsep")
+                pos += 1
+            elif pos < n and text[pos] == "|":
+                tok = Token("|")
+                pos += 1
+            else:
+                raise LexError("unsupported escape")
+            single_args = max(0, single_args - 1)
+        else:
+            two = text[pos : pos + 2]
+            if two == "**":
+                tok, pos = Token("op", "^"), pos + 2
+            elif two in ("<=", ">=", "!="):
+                tok, pos = Token("rel", {"<=": "le", ">=": "ge", "!=": "ne"}[two]), pos + 2
+            elif ch in "*":
+                tok, pos = Token("op", "*"), pos + 1
+            elif ch == "!":
+                tok, pos = Token("op", "!"), pos + 1
+            elif ch in _SINGLE_CHAR:
+                kind, val = _SINGLE_CHAR[ch]
+                tok, pos = Token(kind, val), pos + 1
+                if ch in "{[":
+                    single_args = 0
+                else:
+                    single_args = max(0, single_args - 1)
+            else:
+                raise LexError(f"unsupported character {ch!r}")
+        tok.sp = space
+        space = False
+        tokens.append(tok)
+    return tokens
+
+
+def strip_words(tokens: list[Token]) -> tuple[list[Token], list[str]]:
+    """Remove words that are not connectors (units, "dollars", "approximately"), with a `^2`
+    or `/` that belongs to a unit ("cm^2", "km/h"). Returns (math tokens, removed words)."""
+    out: list[Token] = []
+    words: list[str] = []
+    i = 0
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok.kind == "word":
+            words.append(tok.val)
+            i += 1
+            # unit exponent: cm^2, cm^{2}
+            if i + 1 < n and tokens[i].kind == "op" and tokens[i].val == "^":
+                if tokens[i + 1].kind == "num":
+                    i += 2
+                elif tokens[i + 1].kind == "{" and i + 3 < n and tokens[i + 3].kind == "}":
+                    i += 4
+            # unit ratio: km/h
+            if i + 1 < n and tokens[i].kind == "op" and tokens[i].val == "/" and tokens[i + 1].kind == "word":
+                i += 1
+            continue
+        out.append(tok)
+        i += 1
+    while out and out[0].kind == "conn":
+        out.pop(0)
+    while out and out[-1].kind in ("conn", ","):
+        out.pop()
+    return out, words

@@ -1,0 +1,422 @@
+"""Recursive-descent parser: tokens -> a tree of plain tuples (node shapes: `_tree`).
+
+The tree is data, never code: every node is built only by this module from whitelisted tokens.
+Nothing here evaluates anything. Depth is bounded by the Python stack actually left.
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from typing import Any
+
+from referee.verifiers.math._lexer import Num, Token
+from referee.verifiers.math._tree import MAX_TREE_DEPTH, Node, tree_depth
+
+MAX_TOKENS = 30_000
+MAX_CHAIN = 50  # longest power tower / postfix chain
+_FRAMES_PER_LEVEL = 12  # Python frames one bracket level costs (list -> relation -> ... -> atom)
+_MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "matrix", "smallmatrix", "array"}
+_IMPLICIT_START = {"num", "sym", "const", "func", "sqrt", "frac", "binom", "(", "lfloor", "lceil", "{"}
+_CLOSERS = {")", "]", "}", "rset", "rowsep", "&", "end", "rfloor", "rceil", "eof"}
+_TRIG_INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan"}
+
+
+class ParseError(ValueError):
+    pass
+
+
+def _stack_depth() -> int:
+    depth = 0
+    frame = sys._getframe(1)
+    while frame is not None and depth < 5000:
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return depth
+
+
+class Parser:
+    def __init__(self, tokens: list[Token]) -> None:
+        if len(tokens) > MAX_TOKENS:
+            raise ParseError("answer has too many tokens")
+        self.toks = tokens
+        self.pos = 0
+        self.depth = 0
+        # Bracket nesting is bounded by the Python stack actually left, never by luck.
+        room = sys.getrecursionlimit() - _stack_depth() - 60
+        self.max_depth = max(4, min(100, room // _FRAMES_PER_LEVEL))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _peek(self, offset: int = 0) -> Token:
+        i = self.pos + offset
+        return self.toks[i] if i < len(self.toks) else Token("eof")
+
+    def _is(self, kind: str, val: Any = None) -> bool:
+        tok = self._peek()
+        return tok.kind == kind and (val is None or tok.val == val)
+
+    def _next(self) -> Token:
+        tok = self._peek()
+        self.pos += 1
+        return tok
+
+    def _expect(self, kind: str) -> None:
+        if not self._is(kind):
+            raise ParseError(f"expected {kind!r}, found {self._peek().kind!r}")
+        self.pos += 1
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise ParseError("answer nested too deeply")
+
+    # -- grammar -------------------------------------------------------------------------
+    def parse(self) -> Node:
+        items, conns = self._list()
+        if not self._is("eof"):
+            raise ParseError(f"unexpected {self._peek().kind!r}")
+        if not items:
+            raise ParseError("empty answer")
+        if len(items) == 1 and not conns:
+            return items[0]
+        return ("list", tuple(sorted(conns)), tuple(items))
+
+    def _list(self) -> tuple[list[Node], set[str]]:
+        items: list[Node] = []
+        conns: set[str] = set()
+        while True:
+            tok = self._peek()
+            if tok.kind in (",", ";", "conn"):
+                self.pos += 1
+                if tok.kind == "conn":
+                    conns.add(tok.val)
+                continue
+            if tok.kind in _CLOSERS:
+                return items, conns
+            items.append(self._relation())
+            if self._peek().kind not in (",", ";", "conn"):
+                return items, conns
+
+    def _relation(self) -> Node:
+        if self._is("rel", "="):  # "= 5", "\\approx 3.14": a value with its relation stated
+            self.pos += 1
+        first = self._setexpr()
+        ops: list[str] = []
+        operands = [first]
+        while self._is("rel"):
+            ops.append(self._next().val)
+            operands.append(self._setexpr())
+        return ("rel", tuple(ops), tuple(operands)) if ops else first
+
+    def _setexpr(self) -> Node:
+        node = self._sum()
+        while self._peek().kind == "op" and self._peek().val in ("cup", "cap", "setminus"):
+            op = self._next().val
+            node = (op, node, self._sum())
+        return node
+
+    def _sum(self) -> Node:
+        terms = [self._term()]
+        while self._peek().kind == "op" and self._peek().val in ("+", "-", "pm", "mp"):
+            op = self._next().val
+            term = self._term()
+            if op == "+":
+                terms.append(term)
+            elif op == "-":
+                terms.append(("neg", term))
+            else:
+                terms = [(op, _add(terms), term)]
+        return _add(terms)
+
+    def _term(self) -> Node:
+        factors = [self._unary()]
+        while True:
+            tok = self._peek()
+            if tok.kind == "op" and tok.val in ("*", "/"):
+                self.pos += 1
+                rhs = self._unary()
+                if tok.val == "*":
+                    factors.append(rhs)
+                else:
+                    factors = [("/", _mul(factors), rhs)]
+            elif tok.kind in _IMPLICIT_START and not (
+                tok.kind == "num" and self.toks[self.pos - 1].kind == "num"
+            ):
+                factors.append(self._power())
+            else:
+                return _mul(factors)
+
+    def _unary(self) -> Node:
+        signs: list[str] = []
+        while self._peek().kind == "op" and self._peek().val in ("+", "-", "pm", "mp"):
+            sign = self._next().val
+            if sign == "+":
+                continue
+            if sign == "-" and signs and signs[-1] == "-":  # "--x" is x: keep the tree shallow
+                signs.pop()
+                continue
+            signs.append(sign)
+            if len(signs) > 4:
+                raise ParseError("too many signs")
+        node = self._power()
+        for sign in reversed(signs):
+            if sign == "-":
+                node = ("neg", node)
+            elif sign == "pm":
+                node = ("upm", node)
+            elif sign == "mp":
+                node = ("neg", ("upm", node))
+        return node
+
+    def _power(self) -> Node:
+        operands = [self._postfix()]
+        while self._is("op", "^"):
+            self.pos += 1
+            signs = 0
+            while self._peek().kind == "op" and self._peek().val in ("+", "-"):
+                signs += self._next().val == "-"
+            operand = self._postfix()
+            operands.append(("neg", operand) if signs % 2 else operand)
+        if len(operands) > MAX_CHAIN:
+            raise ParseError("power tower too tall")
+        node = operands[-1]
+        for base in reversed(operands[:-1]):  # right associative: a^b^c = a^(b^c)
+            node = ("^", base, node)
+        return node
+
+    def _postfix(self) -> Node:
+        node = self._atom()
+        count = 0
+        while self._peek().kind == "op" and self._peek().val in ("!", "%"):
+            node = (self._next().val, node)
+            count += 1
+            if count > MAX_CHAIN:
+                raise ParseError("too many postfix operators")
+        return node
+
+    def _arg(self) -> Node:
+        """A command argument: a braced group or one token."""
+        if self._is("{"):
+            self.pos += 1
+            self._enter()
+            items, conns = self._list()
+            self._expect("}")
+            self.depth -= 1
+            if len(items) != 1 or conns:
+                raise ParseError("bad command argument")
+            return items[0]
+        return self._atom()
+
+    def _subscript_text(self) -> str:
+        tok = self._next()
+        if tok.kind == "num":
+            return str(tok.val.text)
+        if tok.kind in ("sym", "const"):
+            return str(tok.val)
+        if tok.kind == "{":
+            parts: list[str] = []
+            while not self._is("}"):
+                inner = self._next()
+                if inner.kind == "num":
+                    parts.append(inner.val.text)
+                elif inner.kind in ("sym", "const", "op") and len(str(inner.val)) <= 8:
+                    parts.append(str(inner.val))
+                else:
+                    raise ParseError("bad subscript")
+                if len(parts) > 20:
+                    raise ParseError("subscript too long")
+            self.pos += 1
+            return "".join(parts)
+        raise ParseError("bad subscript")
+
+    def _atom(self) -> Node:
+        tok = self._next()
+        kind = tok.kind
+        if kind == "num":
+            return self._number(tok.val)
+        if kind == "sym" or (kind == "const" and self._is("op", "_")):
+            name = str(tok.val)
+            if self._is("op", "_"):
+                self.pos += 1
+                name = f"{name}_{self._subscript_text()}"
+            return ("s", name)
+        if kind == "const":
+            return ("c", tok.val)
+        if kind == "inf":
+            return ("inf",)
+        if kind == "empty":
+            return ("empty",)
+        if kind == "reals":
+            return ("reals",)
+        if kind in ("(", "[", "{", "lset"):
+            return self._bracket(kind)
+        if kind in ("|", "lfloor", "lceil"):
+            self._enter()
+            inner = self._sum()
+            self._expect({"|": "|", "lfloor": "rfloor", "lceil": "rceil"}[kind])
+            self.depth -= 1
+            return ("f", {"|": "abs", "lfloor": "floor", "lceil": "ceil"}[kind], inner)
+        if kind == "frac":
+            return ("/", self._arg(), self._arg())
+        if kind == "binom":
+            return ("binom", self._arg(), self._arg())
+        if kind == "sqrt":
+            if self._is("["):
+                self.pos += 1
+                index = self._sum()
+                self._expect("]")
+                return ("root", self._arg(), index)
+            return ("f", "sqrt", self._arg())
+        if kind == "func":
+            return self._function(tok.val)
+        if kind == "begin" and tok.val in _MATRIX_ENVS:
+            return self._matrix(tok.val)
+        raise ParseError(f"unexpected {kind!r}")
+
+    def _number(self, num: Num) -> Node:
+        node: Node = ("n", num.value, num.decimals)
+        if num.decimals is None and num.text.isascii() and num.text.isdigit():
+            if self._is("op", "_"):  # 1011_2: digits in a base
+                self.pos += 1
+                base = self._subscript_text()
+                if not (base.isascii() and base.isdigit()) or not 2 <= int(base) <= 36:
+                    raise ParseError("bad base")
+                return ("base", num.text, int(base))
+            if self._is("frac"):  # mixed number 33\frac{1}{3}
+                save = self.pos
+                self.pos += 1
+                try:
+                    top, bottom = self._arg(), self._arg()
+                except ParseError:
+                    top = bottom = ("",)
+                if _is_int_literal(top) and _is_int_literal(bottom) and bottom[1] != 0:
+                    return ("n", num.value + top[1] / bottom[1], None)
+                self.pos = save
+        return node
+
+    def _bracket(self, opener: str) -> Node:
+        self._enter()
+        items, conns = self._list()
+        closer = self._next().kind
+        self.depth -= 1
+        count = len(items)
+        if conns and count >= 2 and (opener, closer) in (("(", ")"), ("{", "}"), ("[", "]")):
+            return ("list", tuple(sorted(conns)), tuple(items))
+        if opener == "lset" and closer == "rset":
+            return ("set", tuple(items)) if items else ("empty",)
+        if opener == "{" and closer == "}":
+            if count == 1:
+                return items[0]
+            return ("set", tuple(items)) if items else ("empty",)
+        if opener in ("(", "[") and closer in (")", "]"):
+            if count == 1 and opener + closer in ("()", "[]"):
+                return items[0]
+            if count == 2:
+                return (
+                    ("interval", items[0], items[1], opener == "[", closer == "]")
+                    if (opener + closer != "()")
+                    else ("tuple", tuple(items))
+                )
+            if count >= 3 and opener + closer in ("()", "[]"):
+                return ("tuple", tuple(items))
+        raise ParseError("unbalanced or malformed brackets")
+
+    def _function(self, name: str) -> Node:
+        self._enter()
+        base: Node | None = None
+        power: Node | None = None
+        if name == "log" and self._is("op", "_"):
+            self.pos += 1
+            base = self._arg()
+        if self._is("op", "^"):
+            self.pos += 1
+            negative = False
+            while self._peek().kind == "op" and self._peek().val in ("+", "-"):
+                negative ^= self._next().val == "-"
+            power = self._postfix()
+            if negative:
+                power = ("neg", power)
+            if power == ("neg", ("n", Fraction(1), None)) and name in _TRIG_INVERSE:
+                name, power = _TRIG_INVERSE[name], None
+        if self._is("("):
+            arg = self._atom()
+        else:  # \sin 2x, \ln 5: the argument runs over implicitly multiplied factors
+            factors = [self._power()]
+            while self._peek().kind in _IMPLICIT_START and self._peek().kind != "func":
+                if self._peek().kind == "num" and self.toks[self.pos - 1].kind == "num":
+                    break
+                factors.append(self._power())
+            arg = _mul(factors)
+        self.depth -= 1
+        if base is not None:
+            node: Node = ("log", base, arg)
+        elif name == "lg":
+            node = ("log", ("n", Fraction(10), None), arg)
+        elif name == "log":
+            node = ("f", "ln", arg)
+        else:
+            node = ("f", name, arg)
+        return ("^", node, power) if power is not None else node
+
+    def _matrix(self, env: str) -> Node:
+        self._enter()
+        rows: list[tuple[Node, ...]] = []
+        row: list[Node] = []
+        while True:
+            tok = self._peek()
+            if tok.kind == "end":
+                self.pos += 1
+                if tok.val != env:
+                    raise ParseError("mismatched \\end")
+                break
+            if tok.kind == "eof":
+                raise ParseError("unterminated matrix")
+            if tok.kind == "&":
+                self.pos += 1
+                continue
+            if tok.kind == "rowsep":
+                self.pos += 1
+                rows.append(tuple(row))
+                row = []
+                continue
+            row.append(self._relation())
+            if self._peek().kind not in ("&", "rowsep", "end"):
+                raise ParseError("bad matrix cell")
+        if row:
+            rows.append(tuple(row))
+        self.depth -= 1
+        if not rows or any(len(r) != len(rows[0]) for r in rows):
+            raise ParseError("ragged matrix")
+        return ("matrix", tuple(rows))
+
+
+def _is_int_literal(node: Node) -> bool:
+    return node[0] == "n" and node[2] is None and node[1].denominator == 1
+
+
+def _add(terms: list[Node]) -> Node:
+    if len(terms) == 1:
+        return terms[0]
+    flat: list[Node] = []
+    for term in terms:
+        flat.extend(term[1:] if term[0] == "+" else (term,))
+    return ("+", *flat)
+
+
+def _mul(factors: list[Node]) -> Node:
+    if len(factors) == 1:
+        return factors[0]
+    flat: list[Node] = []
+    for factor in factors:
+        flat.extend(factor[1:] if factor[0] == "*" else (factor,))
+    return ("*", *flat)
+
+
+def parse_tokens(tokens: list[Token]) -> Node:
+    try:
+        node = Parser(tokens).parse()
+    except RecursionError as exc:  # belt and braces: max_depth should prevent it
+        raise ParseError("answer nested too deeply") from exc
+    if tree_depth(node) > MAX_TREE_DEPTH:
+        raise ParseError("expression nested too deeply")
+    return node

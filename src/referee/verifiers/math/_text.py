@@ -1,0 +1,210 @@
+"""String-level clean-up of one answer before tokenising.
+
+Everything here is a bounded linear pass (plain `str` methods and regexes without nested
+quantifiers). It removes what the policy says to ignore (spacing macros, `\\left`/`\\right`,
+degrees, currency, thousands separators, text/bold wrappers) and maps Unicode math symbols to
+their LaTeX spelling, so the tokenizer only has to know one spelling of each thing.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Commands whose braced argument is kept and the command dropped.
+# Text-mode wrappers: a purely alphabetic argument is prose or a unit ("\\text{ cm}",
+# "\\text{Monday}", "\\text{ or }"), never a product of one-letter symbols.
+_TEXT_WRAPPERS = ("text", "textrm", "textit", "textsf", "texttt", "textnormal", "mbox", "hbox", "emph")
+# Math-mode wrappers: `\\mathrm{e}` is the constant e, `\\mathbf{12}` is 12. `\\boxed` is here
+# because a box nested in a box (`\\boxed{x = \\boxed{4}}`) is still just the answer.
+_MATH_WRAPPERS = (
+    "textbf", "mathrm", "mathbf", "mathit", "mathsf", "mathtt", "boldsymbol", "bm", "operatorname",
+    "boxed", "fbox", "underline",
+)  # fmt: skip
+_WRAPPERS = _TEXT_WRAPPERS + _MATH_WRAPPERS
+# A word the tokenizer must read as one word, even a single letter: \x01word\x01.
+WORD_MARK = "\x01"
+_ALPHA_ARG = re.compile(r"\s*[A-Za-z][A-Za-z '-]*")
+# \color{red}, \textcolor{red}{x}: the colour argument is dropped, the text kept.
+_COLOR_RE = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9]{0,30}\}")
+
+_UNICODE = {
+    "−": "-",
+    "–": "-",
+    "—": "-",
+    "×": "\\times ",
+    "·": "\\cdot ",
+    "⋅": "\\cdot ",
+    "÷": "\\div ",
+    "°": "",
+    "π": "\\pi ",
+    "∞": "\\infty ",
+    "√": "\\sqrt ",
+    "≤": "\\le ",
+    "≥": "\\ge ",
+    "≠": "\\ne ",
+    "≈": "\\approx ",
+    "∪": "\\cup ",
+    "∩": "\\cap ",
+    "∅": "\\emptyset ",
+    "∈": "\\in ",
+    "±": "\\pm ",
+    "∓": "\\mp ",
+    "ℝ": "\\mathbb{R}",
+    "½": "\\frac{1}{2}",
+    "⅓": "\\frac{1}{3}",
+    "⅔": "\\frac{2}{3}",
+    "¼": "\\frac{1}{4}",
+    "¾": "\\frac{3}{4}",
+    "²": "^{2}",
+    "³": "^{3}",
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+}
+_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
+
+_SIZING = re.compile(
+    r"\\(?:left|right|middle|[bB]igg?[lrm]?)(?![A-Za-z])\s*(?:\.(?![0-9]))?"
+    r"|\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])"
+)
+_SPACING = re.compile(r"\\[,;:! ]|\\(?:thinspace|enspace|medspace|thickspace)(?![A-Za-z])|~")
+_QUAD = re.compile(r"\\q?quad(?![A-Za-z])")
+_DEGREES = re.compile(
+    r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![A-Za-z])|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])"
+)
+_FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![A-Za-z])")
+_BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![A-Za-z])")
+_MATH_DELIMS = re.compile(r"\\[()\[\]]|\$")
+# Explicit thousands separators: `1{,}000`, `1,\!000` (after `\!` removal it is a plain comma,
+# so handle it first while it is still unambiguous).
+_EXPLICIT_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!)(?=\d{3}(?!\d))")
+_PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
+_SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
+
+
+_SCAN = re.compile(r"\\([A-Za-z]+)\s*|\\.|[{}]", re.S)
+_TEXT_SET = frozenset(_TEXT_WRAPPERS)
+_WRAPPER_SET = frozenset(_WRAPPERS)
+
+
+def _unwrap(text: str) -> str:
+    """Drop wrapper commands (`\\text{...}` and friends) keeping their argument, padded with
+    spaces so that a wrapped word never glues onto a neighbouring letter. One pass with a stack
+    of open braces: linear in the length of the text."""
+    out: list[str] = []
+    stack: list[tuple[str | None, int]] = []  # (wrapper name or None, index of its opening in out)
+    pos = 0
+    while (match := _SCAN.search(text, pos)) is not None:
+        out.append(text[pos : match.start()])
+        pos = match.end()
+        token = match.group(0)
+        name = match.group(1)
+        if name is not None:
+            if name in _WRAPPER_SET and pos < len(text) and text[pos] == "{":
+                stack.append((name, len(out)))
+                out.append(" ")
+                pos += 1
+            else:
+                out.append(token)
+        elif token == "{":
+            stack.append((None, len(out)))
+            out.append("{")
+        elif token == "}":
+            if not stack:
+                out.append("}")
+                continue
+            name, at = stack.pop()
+            if name is None:
+                out.append("}")
+                continue
+            if name in _TEXT_SET or name == "mathrm":
+                pieces = out[at + 1 :]
+                if sum(map(len, pieces)) <= 80:
+                    arg = "".join(pieces)
+                    if _ALPHA_ARG.fullmatch(arg) and (name != "mathrm" or len(arg.strip()) > 1):
+                        del out[at + 1 :]
+                        out.append(WORD_MARK + arg.strip() + WORD_MARK)
+            out.append(" ")
+        else:
+            out.append(token)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _collapse_groups(text: str) -> str:
+    """((x)) -> (x) and {{x}} -> {x}: redundant nesting costs parser depth but means nothing.
+    One pass to match brackets with a stack, one to drop the redundant outer pairs."""
+    match: dict[int, int] = {}
+    stack: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in "({" and (i == 0 or text[i - 1] != "\\"):
+            stack.append(i)
+        elif ch in ")}" and (i == 0 or text[i - 1] != "\\"):
+            if stack and text[stack[-1]] == ("(" if ch == ")" else "{"):
+                match[stack.pop()] = i
+            else:
+                stack.clear()
+    if not match:
+        return text
+    drop: set[int] = set()
+    for open_at, close_at in match.items():
+        inner = open_at + 1
+        while inner < close_at and text[inner] == " ":
+            inner += 1
+        inner_close = match.get(inner)
+        if inner_close is None or text[inner] != text[open_at]:
+            continue
+        after = inner_close + 1
+        while after < close_at and text[after] == " ":
+            after += 1
+        if after == close_at:
+            drop.add(open_at)
+            drop.add(close_at)
+    if not drop:
+        return text
+    return "".join(ch for i, ch in enumerate(text) if i not in drop)
+
+
+def clean(answer: str) -> str:
+    """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
+    # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
+    text = answer.replace("\x00", "").replace(WORD_MARK, "").replace("\\\\", "\x00")
+    text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
+    text = _COLOR_RE.sub("", text)
+    text = _unwrap(text)
+    text = _EXPLICIT_THOUSANDS.sub("", text)
+    text = text.replace("{,}", ",").replace("{:}", ":")
+    text = _SIZING.sub("", text)
+    text = _QUAD.sub(",", text)
+    # `1\,000\,000`: a thin space between digit groups is a thousands separator.
+    text = re.sub(r"(?<=\d)\\,(?=\d{3}(?!\d))", "", text)
+    text = _SPACING.sub(" ", text)
+    text = _DEGREES.sub("", text)
+    text = _FRAC_VARIANTS.sub(r"\\frac", text)
+    text = _BINOM_VARIANTS.sub(r"\\binom", text)
+    text = text.replace("\\%", "%").replace("\\$", " ")
+    text = _MATH_DELIMS.sub(" ", text)
+    text = _collapse_groups(text)
+    text = text.replace("\\&", " and ")
+    if not any(ch in text for ch in "([{"):
+        # Plain `1,200` is a thousands separator only where it cannot be a list or a tuple.
+        text = _PLAIN_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+        text = _SPACE_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), text)
+    text = text.replace("\x00", " \\\\ ").strip()
+    while text and text[-1] in ".;:,":
+        text = text[:-1].rstrip()
+    return text
+
+
+_TEXT_STRIP = re.compile(r"[\s.,;:!*_`\"'{}]+")
+
+
+def normalize_text(answer: str) -> str:
+    """Comparable form of a text answer: wrappers, punctuation and case removed."""
+    text = clean(answer).replace(WORD_MARK, " ").casefold()
+    text = text.replace("\\", " ")
+    text = _TEXT_STRIP.sub(" ", text).strip()
+    for article in ("the ", "a ", "an "):
+        if text.startswith(article):
+            text = text[len(article) :]
+    return text

@@ -1,0 +1,73 @@
+"""The parse tree: plain tuples `(tag, *children)`; items and matrix rows are plain tuples of
+nodes. Helpers here walk it iteratively (no recursion on untrusted depth).
+
+Expression nodes
+    ('n', Fraction, decimals|None)   number literal (decimals: digits after the point)
+    ('s', name) symbol   ('c', 'pi'|'e'|'i') constant   ('inf',) infinity
+    ('+', a, b, ...)  ('*', a, b, ...)  ('neg', a)  ('/', a, b)  ('^', a, b)
+    ('f', name, a) function   ('log', base, a)   ('root', a, index)   ('!', a)   ('binom', n, k)
+    ('%', a) percent   ('pm', a, b) a±b   ('mp', a, b) a∓b   ('upm', a) ±a
+    ('base', digits, base)   e.g. 1011_2
+Structure nodes
+    ('list', connectors, items)  ('tuple', items)  ('set', items)  ('empty',)  ('reals',)
+    ('interval', lo, hi, lo_closed, hi_closed)   ('cup'|'cap'|'setminus', a, b)
+    ('matrix', rows)   ('rel', ops, operands)  relation chain: = < > le ge ne in :
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Node = tuple[Any, ...]
+MAX_TREE_DEPTH = 250  # evaluation, hashing and printing recurse over the tree: keep it shallow
+
+
+def children(item: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Sub-trees of a node, looking through the plain tuples that hold items and rows."""
+    out: list[tuple[Any, ...]] = []
+    for child in item[1:] if item and isinstance(item[0], str) else item:
+        if isinstance(child, tuple) and child:
+            out.append(child)
+    return out
+
+
+def tree_depth(node: Node) -> int:
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_TREE_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children(item))
+    return deepest
+
+
+def free_symbols(node: Node) -> frozenset[str]:
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if item[0] == "s":
+            found.add(item[1])
+        else:
+            stack.extend(children(item))
+    return frozenset(found)
+
+
+def contains_tag(node: Node, tags: frozenset[str]) -> bool:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if item[0] in tags:
+            return True
+        stack.extend(children(item))
+    return False
+
+
+def infinity_sign(node: Node) -> int | None:
+    """+1 / -1 for (signed) infinity, None for anything else."""
+    sign = 1
+    while node[0] == "neg":
+        sign, node = -sign, node[1]
+    return sign if node == ("inf",) else None

@@ -1,0 +1,218 @@
+"""The `math` verifier: does the completion's final answer equal the gold answer?
+
+Pipeline: extract the final answer (`_extract`) -> clean its spelling (`_text`) -> whitelist
+tokenizer (`_lexer`) -> grammar (`_parser`) -> mathematical object (`_values`) -> equality
+under the policy (`_compare`, `_numeric`). The gold goes through the same pipeline once per
+group in `prepare`; its evaluations are cached on the prepared object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.verifiers.base import Check, Verifier
+from referee.verifiers.math._compare import Policy, values_equal
+from referee.verifiers.math._extract import Extracted, final_answer
+from referee.verifiers.math._format import render
+from referee.verifiers.math._lexer import LexError, strip_words, tokenize
+from referee.verifiers.math._parser import ParseError, parse_tokens
+from referee.verifiers.math._text import WORD_MARK, clean, normalize_text
+from referee.verifiers.math._values import ConversionError, Text, Value, combine, to_value
+
+MAX_RESPONSE_CHARS = 1_000_000  # ~250k tokens; beyond this no completion is judged
+
+
+class MathOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rounded_decimal_gold: bool = Field(
+        default=True,
+        description=(
+            "Treat a decimal gold with k decimals as rounded: an answer with more precision "
+            "that rounds half-up to it counts (1/3 for 0.33). Off: decimals must be exact."
+        ),
+    )
+
+
+class MathReference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(max_length=20_000, description="The gold answer as the dataset stores it.")
+    rounded_decimal_gold: bool | None = Field(default=None, description="Overrides the option.")
+
+
+@dataclass(slots=True)
+class Parsed:
+    value: Value | None = None
+    words: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def parse_answer(raw: str) -> Parsed:
+    """One answer string -> its mathematical object (None with an error if unreadable)."""
+    try:
+        tokens = tokenize(clean(raw))
+        math_tokens, words = strip_words(tokens)
+        if not math_tokens:
+            return Parsed(None, words, "no mathematical content" if not words else None)
+        return Parsed(to_value(parse_tokens(math_tokens)), words)
+    except (LexError, ParseError, ConversionError) as exc:
+        return Parsed(None, [], str(exc)[:120])
+
+
+_MC = re.compile(r"^[(\[]?\s*([A-Z])\s*[)\]]?$")
+_MC_RESPONSE = re.compile(r"^(?:option|choice)?\s*[(\[]?\s*([A-Za-z])\s*[)\]]?(?=$|[\s.:,])")
+_LETTERS = re.compile(r"(?<![A-Za-z\\])([A-J])(?![A-Za-z])")
+
+
+def _choice_letter(raw: str) -> tuple[str | None, bool]:
+    """(letter, hedged) of a multiple-choice answer such as "(D)", "\\textbf{(D)}", "D. 42"."""
+    text = clean(raw).replace(WORD_MARK, " ").strip()
+    if len(set(_LETTERS.findall(text))) > 1:
+        return None, True
+    match = _MC_RESPONSE.match(text)
+    return (match.group(1).upper() if match else None), False
+
+
+_HEDGE_WORDS = frozenset({"not", "or", "and", "no", "either", "maybe", "perhaps", "isn't", "never"})
+
+
+def _states_text(answer: str, gold: str) -> bool:
+    """ "it is on monday" states "monday": a short answer ending with the gold phrase, with no
+    negation or alternative in it."""
+    words = answer.split()
+    if not gold or len(words) > 8 or not answer.endswith(gold):
+        return False
+    head = answer[: len(answer) - len(gold)]
+    return (not head or head.endswith(" ")) and not (_HEDGE_WORDS & set(words))
+
+
+@dataclass(slots=True)
+class Gold:
+    raw: str
+    mode: str  # "choice" | "text" | "math"
+    policy: Policy
+    letter: str | None = None
+    text: str = ""
+    value: Value | None = None
+
+
+def _verdict(score: float, reason: str | None, **details: Any) -> Check:
+    return Check(score, reason=reason, details={k: v for k, v in details.items() if v is not None})
+
+
+class MathVerifier(Verifier):
+    name = "math"
+    version = "1"
+    description = (
+        "Final-answer equivalence for math completions under Referee's math policy: last "
+        "committed answer after </think> (box, 'Answer:' line or concluding sentence), hedging "
+        "and missing answers score 0, value equality (exact for exact golds, rounding for "
+        "decimal golds), percent/degrees/units ignored, sets, tuples, intervals, inequalities, "
+        "matrices, multiple choice and text answers. Model text is never evaluated as code."
+    )
+    reference_type = str | MathReference
+    options_model = MathOptions
+    example: ClassVar[dict[str, Any]] = {
+        "response": "<think>2/4 simplifies.</think>\nSo the probability is $\\boxed{\\dfrac{1}{2}}$.",
+        "reference": "0.5",
+        "options": {},
+        "expected_score": 1.0,
+    }
+
+    def prepare(self, reference: str | MathReference, options: MathOptions) -> Gold:
+        raw = reference if isinstance(reference, str) else reference.answer
+        rounded = options.rounded_decimal_gold
+        if isinstance(reference, MathReference) and reference.rounded_decimal_gold is not None:
+            rounded = reference.rounded_decimal_gold
+        policy = Policy(rounded_decimal_gold=rounded)
+        letter = _MC.match(re.sub(r"\s+", "", clean(raw).replace(WORD_MARK, "")))
+        if letter:
+            return Gold(raw, "choice", policy, letter=letter.group(1))
+        parsed = parse_answer(raw)
+        if parsed.value is not None:
+            return Gold(raw, "math", policy, value=parsed.value)
+        return Gold(raw, "text", policy, text=normalize_text(raw), value=Text(normalize_text(raw)))
+
+    def check(self, response: str, prepared: Gold, options: MathOptions) -> Check:
+        if len(response) > MAX_RESPONSE_CHARS:
+            return _verdict(0.0, "response too long to judge", length=len(response))
+        try:
+            return self._check(response, prepared)
+        except RecursionError:  # the parser bounds depth; this is the last line of defence
+            return _verdict(0.0, "answer nested too deeply to judge")
+
+    def _check(self, response: str, prepared: Gold) -> Check:
+        found = final_answer(response)
+        if not found.answers:
+            return _verdict(0.0, found.reason or "no final answer", extraction=found.how)
+        if prepared.mode == "choice":
+            return self._check_choice(found, prepared)
+        if prepared.mode == "text":
+            return self._check_text(found, prepared)
+        return self._check_math(found, prepared)
+
+    def _check_choice(self, found: Extracted, gold: Gold) -> Check:
+        letters = set()
+        for raw in found.answers:
+            letter, hedged = _choice_letter(raw)
+            if hedged:
+                return _verdict(0.0, "several choices given (hedging)", answer=raw[:200])
+            if letter is None:
+                return _verdict(0.0, "no choice letter in the final answer", answer=raw[:200])
+            letters.add(letter)
+        details = {"answer": found.answers[-1][:200], "extraction": found.how, "gold": gold.letter}
+        if len(letters) > 1:
+            return _verdict(0.0, "several choices given (hedging)", **details)
+        got = letters.pop()
+        if got == gold.letter:
+            return _verdict(1.0, None, normalized_answer=got, rule="choice", **details)
+        return _verdict(0.0, "wrong choice", normalized_answer=got, rule="choice", **details)
+
+    def _check_text(self, found: Extracted, gold: Gold) -> Check:
+        texts = {normalize_text(raw) for raw in found.answers}
+        details = {"answer": found.answers[-1][:200], "extraction": found.how, "normalized_gold": gold.text}
+        if len(texts) > 1:
+            return _verdict(0.0, "several different final answers (hedging)", **details)
+        got = texts.pop()
+        if got == gold.text:
+            return _verdict(1.0, None, normalized_answer=got[:200], rule="string", **details)
+        if _states_text(got, gold.text):
+            return _verdict(1.0, None, normalized_answer=got[:200], rule="string-in-sentence", **details)
+        return _verdict(0.0, "answer differs from the reference", normalized_answer=got[:200], **details)
+
+    def _check_math(self, found: Extracted, gold: Gold) -> Check:
+        assert gold.value is not None
+        values: list[Value] = []
+        errors: list[str] = []
+        for raw in found.answers:
+            parsed = parse_answer(raw)
+            if parsed.value is not None:
+                values.append(parsed.value)
+            else:
+                errors.append(parsed.error or "no mathematical answer")
+        details: dict[str, Any] = {
+            "answer": " | ".join(a[:200] for a in found.answers[-4:]),
+            "extraction": found.how,
+            "normalized_gold": render(gold.value),
+        }
+        if not values:
+            if normalize_text(found.answers[-1]) == normalize_text(gold.raw):
+                return _verdict(1.0, None, rule="string", **details)
+            return _verdict(0.0, f"could not read the answer: {errors[-1]}", **details)
+        distinct: list[Value] = []
+        for value in values:
+            if not any(values_equal(seen, value, gold.policy) for seen in distinct):
+                distinct.append(value)
+        answer = distinct[0] if len(distinct) == 1 else combine(distinct)
+        details["normalized_answer"] = render(answer)
+        rule = values_equal(gold.value, answer, gold.policy)
+        if rule is not None:
+            return _verdict(1.0, None, rule=rule, **details)
+        if len(distinct) > 1:
+            return _verdict(0.0, "several different final answers (hedging)", **details)
+        return _verdict(0.0, "answer differs from the reference", **details)
