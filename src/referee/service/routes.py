@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from referee.models import (
+    AdvantageConfig,
     BatchScoreRequest,
     BatchScoreResponse,
     ErrorBody,
+    GroupSpec,
     GroupsRequest,
     GroupsResponse,
     ScoreBody,
@@ -23,7 +25,10 @@ from referee.models import (
 from referee.registered.catalog import Catalog
 from referee.scoring.engine import Scorer
 from referee.service.auth import require_client
+from referee.service.errors import error_response
 from referee.service.metrics import Metrics
+from referee.trainer_adapter.openrlhf import OpenRLHFRequest, OpenRLHFResponse, openrlhf_rewards
+from referee.trainer_adapter.rewarder import GroupRewarder
 from referee.verifiers.base import Verifier
 
 router = APIRouter()
@@ -112,6 +117,52 @@ async def get_verifier(name: str, catalog: CatalogDep) -> VerifierInfo:
     """One verifier; `name@N` pins a registered type's version."""
     verifier = catalog.resolve(name)
     return verifier_info(verifier, catalog.kind(verifier))
+
+
+class _InProcessScorer:
+    """The GroupScorer protocol of the trainer adapters, served by this process's Scorer."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self._scorer = scorer
+
+    async def score_groups(
+        self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
+    ) -> GroupsResponse:
+        return GroupsResponse(groups=await self._scorer.score_groups(groups, advantage or AdvantageConfig()))
+
+
+@router.post(
+    "/v1/openrlhf/reward",
+    response_model=OpenRLHFResponse,
+    responses=_ERRORS,
+    tags=["adapters"],
+    dependencies=_CLIENT,
+)
+async def openrlhf_reward(
+    payload: OpenRLHFRequest,
+    scorer: ScorerDep,
+    verifier: str = "exact",
+    on_error: Literal["fail", "zero"] = "fail",
+) -> OpenRLHFResponse | JSONResponse:
+    """OpenRLHF's remote reward protocol (`--remote_rm_url .../v1/openrlhf/reward`).
+
+    Each label is a JSON object string `{"verifier", "reference", "options"?}`, or a plain
+    reference judged by `?verifier=`. OpenRLHF needs a number for every sample, so a batch with
+    a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
+    is asked for, which reports those samples in `extra_logs.referee_error`.
+    """
+    rewarder = GroupRewarder(_InProcessScorer(scorer))
+    result = await openrlhf_rewards(payload, rewarder, default_verifier=verifier)
+    failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]
+    if failed and on_error == "fail":
+        return error_response(
+            503,
+            "no_verdict",
+            f"{len(failed)} of {len(payload.query)} samples got no verdict; refusing to send fake rewards",
+            {"samples": failed[:100]},
+            **{"Retry-After": "5"},
+        )
+    return result
 
 
 @router.get("/livez", tags=["health"])

@@ -1,0 +1,1 @@
+"""The built-in GRPO loop (needs the `train` extra: torch, matplotlib, tqdm)."""

@@ -1,0 +1,111 @@
+"""OpenRLHF remote reward model (``--remote_rm_url``) on top of Referee.
+
+OpenRLHF POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one entry per sample;
+`query` is prompt + response as one string) and reads ``{"rewards": [...], "scores": [...],
+"extra_logs": {...}}``. The service mounts :func:`openrlhf_rewards` at ``POST /v1/openrlhf/reward``.
+
+Label encoding (``--label_key`` names the dataset column OpenRLHF sends as `labels`):
+- a JSON object string ``{"verifier": "math", "reference": "\\frac{1}{2}", "options": {...}}``
+  (`options` optional; `verifier` may also be a list of weighted components), or
+- any other string: the reference itself, judged by the default verifier given as the query
+  parameter ``?verifier=NAME`` (``exact`` if absent). "42" stays the string "42".
+
+The response is ``query[len(prompt):]`` when the query starts with its prompt, else the whole
+query. OpenRLHF cannot mask a sample, so one without a verdict (`status: "error"`) gets reward
+`error_reward` (0.0) and is counted in ``extra_logs["referee_error"]`` (per-sample 0/1 lists).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from referee.models import JSONObject, VerdictStatus, VerifierComponent
+from referee.trainer_adapter.rewarder import (
+    GroupRewarder,
+    Sample,
+    VerifierSpec,
+    group_samples,
+    scatter_verdicts,
+)
+
+
+class OpenRLHFRequest(BaseModel):
+    # OpenRLHF versions add fields over time; unknown ones are ignored rather than rejected.
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str]
+    prompts: list[str] | None = None
+    labels: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> OpenRLHFRequest:
+        for name in ("prompts", "labels"):
+            value = getattr(self, name)
+            if value is not None and len(value) != len(self.query):
+                raise ValueError(f"{name} has {len(value)} entries but query has {len(self.query)}")
+        return self
+
+
+class OpenRLHFResponse(BaseModel):
+    rewards: list[float]
+    scores: list[float]
+    extra_logs: dict[str, list[float]] = Field(default_factory=dict)
+
+
+def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, JSONObject]:
+    """(verifier, reference, options) from one label; see the module docstring for the encoding."""
+    parsed: Any = label
+    if isinstance(label, str) and label.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(label)
+        except ValueError:
+            parsed = label
+    if isinstance(parsed, dict) and "verifier" in parsed:
+        spec = parsed["verifier"]
+        verifier: VerifierSpec = (
+            [VerifierComponent.model_validate(c) for c in spec] if isinstance(spec, list) else str(spec)
+        )
+        return verifier, parsed.get("reference"), dict(parsed.get("options") or {})
+    return default_verifier, label, {}
+
+
+def _response_text(query: str, prompt: str | None) -> str:
+    if prompt and query.startswith(prompt):
+        return query[len(prompt) :]
+    return query
+
+
+async def openrlhf_rewards(
+    payload: OpenRLHFRequest,
+    rewarder: GroupRewarder,
+    *,
+    default_verifier: str = "exact",
+    error_reward: float = 0.0,
+) -> OpenRLHFResponse:
+    """Score one OpenRLHF batch with one grouped scoring pass (chunked by the rewarder)."""
+    n = len(payload.query)
+    prompts: list[str | None] = list(payload.prompts) if payload.prompts is not None else [None] * n
+    labels = payload.labels if payload.labels is not None else [None] * n
+    samples = []
+    for query, prompt, label in zip(payload.query, prompts, labels, strict=True):
+        verifier, reference, options = decode_label(label, default_verifier)
+        samples.append(
+            Sample(
+                response=_response_text(query, prompt),
+                reference=reference,
+                verifier=verifier,
+                options=options,
+                key=prompt,
+            )
+        )
+    specs, where = group_samples(samples)
+    verdicts = scatter_verdicts(await rewarder.score_results(specs), where)
+    rewards, errors = [], []
+    for verdict in verdicts:
+        ok = verdict.status is VerdictStatus.ok and verdict.score is not None
+        rewards.append(float(verdict.score) if ok and verdict.score is not None else error_reward)
+        errors.append(0.0 if ok else 1.0)
+    return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs={"referee_error": errors})

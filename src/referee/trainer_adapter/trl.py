@@ -1,0 +1,191 @@
+"""Reward functions for TRL's `GRPOTrainer(reward_funcs=[...])`.
+
+TRL calls a reward function as ``f(prompts=..., completions=..., completion_ids=..., **columns)``
+where every other dataset column arrives as a keyword list (one value per completion) together
+with TRL's own extras (`trainer_state`, `log_extra`, `log_metric`). It expects one float per
+completion, or None where the function has no opinion (TRL turns it into NaN and leaves the
+sample out). Referee's `status: "error"` verdicts map to None for exactly that reason.
+
+Each call makes ONE `/v1/groups` request: completions of the same prompt and reference form a
+group, so the service parses each reference once. This module does not import TRL or torch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from referee.models import AdvantageConfig, GroupResult, JSONObject
+from referee.trainer_adapter.rewarder import Sample, VerifierSpec, _canonical, group_samples, scatter_rewards
+
+# Keyword arguments TRL adds that are not dataset columns.
+_TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a plain string, or (conversational) the last assistant message."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return _content_text(completion.get("content"))
+    if isinstance(completion, Sequence) and completion:
+        messages = [m for m in completion if isinstance(m, dict)]
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        chosen = assistant[-1] if assistant else (messages[-1] if messages else None)
+        return _content_text(chosen.get("content")) if chosen else ""
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+class _RefereeRewardBase:
+    """Shared configuration: which column holds the reference, which verifier judges."""
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8000",
+        *,
+        verifier: VerifierSpec = "exact",
+        options: JSONObject | None = None,
+        reference_column: str = "reference",
+        verifier_column: str | None = None,
+        options_column: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        name: str = "referee",
+    ) -> None:
+        self.url = url
+        self.verifier = verifier
+        self.options = dict(options or {})
+        self.reference_column = reference_column
+        self.verifier_column = verifier_column
+        self.options_column = options_column
+        self.api_key = api_key
+        self.timeout = timeout
+        # TRL names the reward in its logs after `__name__` (falling back to the class name).
+        self.__name__ = name
+
+    def _samples(
+        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
+    ) -> list[Sample]:
+        if len(prompts) != len(completions):
+            raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
+        if self.reference_column not in kwargs:
+            columns = sorted(k for k in kwargs if k not in _TRL_EXTRAS)
+            raise KeyError(f"dataset column {self.reference_column!r} not found; columns: {columns}")
+        references = kwargs[self.reference_column]
+        verifiers = kwargs[self.verifier_column] if self.verifier_column else None
+        options = kwargs[self.options_column] if self.options_column else None
+        samples = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            samples.append(
+                Sample(
+                    response=completion_text(completion),
+                    reference=references[i],
+                    verifier=verifiers[i] if verifiers is not None else self.verifier,
+                    options=options[i] if options is not None and options[i] is not None else self.options,
+                    # Completions of one prompt form one group (prompts may be message lists).
+                    key=_canonical(prompt),
+                )
+            )
+        return samples
+
+    @staticmethod
+    def _log(
+        kwargs: dict[str, Any], results: list[GroupResult], rewards: list[float | None], seconds: float
+    ) -> None:
+        log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
+        if log_metric is None or not rewards:
+            return
+        log_metric("referee/error_fraction", sum(r is None for r in rewards) / len(rewards))
+        log_metric("referee/request_seconds", seconds)
+        if results:
+            log_metric("referee/zero_variance_fraction", sum(r.zero_variance for r in results) / len(results))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable (TRL and multiprocessing may copy reward functions): clients are rebuilt lazily.
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_clients"] = {}
+        return state
+
+
+class RefereeReward(_RefereeRewardBase):
+    """Synchronous TRL reward function backed by a Referee service.
+
+    >>> reward = RefereeReward("http://127.0.0.1:8000", verifier="exact", reference_column="answer")
+    >>> GRPOTrainer(model=..., reward_funcs=[reward], ...)  # doctest: +SKIP
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._client: Any = None
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            from referee.client import Client
+
+            self._client = Client(self.url, api_key=self.api_key, timeout=self.timeout)
+        return self._client
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
+    ) -> list[float | None]:
+        specs, where = group_samples(self._samples(prompts, completions, kwargs))
+        if not specs:
+            return []
+        start = time.perf_counter()
+        results = self._get_client().score_groups(specs, AdvantageConfig()).groups
+        rewards = scatter_rewards(results, where)
+        self._log(kwargs, results, rewards, time.perf_counter() - start)
+        return rewards
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class AsyncRefereeReward(_RefereeRewardBase):
+    """Asynchronous TRL reward function: TRL awaits it on its own loop, alongside other async rewards."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, Any] = {}
+
+    def _get_client(self) -> Any:
+        # An httpx async client belongs to the loop it was created on; keep one per loop.
+        loop_id = id(asyncio.get_running_loop())
+        client = self._clients.get(loop_id)
+        if client is None:
+            from referee.client import AsyncClient
+
+            client = self._clients[loop_id] = AsyncClient(
+                self.url, api_key=self.api_key, timeout=self.timeout
+            )
+        return client
+
+    async def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
+    ) -> list[float | None]:
+        specs, where = group_samples(self._samples(prompts, completions, kwargs))
+        if not specs:
+            return []
+        start = time.perf_counter()
+        results = (await self._get_client().score_groups(specs, AdvantageConfig())).groups
+        rewards = scatter_rewards(results, where)
+        self._log(kwargs, results, rewards, time.perf_counter() - start)
+        return rewards
+
+    async def aclose(self) -> None:
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.aclose()
