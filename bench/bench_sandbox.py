@@ -1,7 +1,7 @@
 """Per-test overhead of the warm sandbox pool vs a cold hardened `docker run` and a host
 `python3 -c`, measured in the same run on trivial tests, plus group throughput.
 
-    .venv/bin/python bench/bench_sandbox.py [--tests 10] [--cold 10] [--host 50] [--rounds 8]
+    .venv/bin/python -m bench.bench_sandbox [--tests 10] [--cold 10] [--host 50] [--rounds 8]
 
 Targets (issue 4): warm pool >= 10x faster per test than (a) cold docker run, within 2x of
 (b) host python3 -c, and >= 100 trivial tests/s on this 2-core machine.
@@ -110,18 +110,44 @@ async def warm_pool(args: argparse.Namespace) -> dict[str, float]:
     return results
 
 
+def groups_over_http(tests: int, rounds: int, pause_s: float) -> list[float]:
+    """`/v1/groups` with 16 programs x `tests` tests against `referee serve` (default sandbox
+    settings), one group per round with `pause_s` between rounds: in RL the trainer generates
+    the next batch meanwhile, and the pool refills its containers."""
+    import httpx
+
+    from bench._common import uvicorn_server
+
+    group = {"verifier": "code", "reference": reference(tests), "responses": [PROGRAM] * 16}
+    walls = []
+    with uvicorn_server(REFEREE_WORKERS="2", REFEREE_SANDBOX_INSTANCE="bench-http") as url:
+        time.sleep(pause_s)  # the pool fills at start-up
+        with httpx.Client(base_url=url, timeout=300) as client:
+            for _ in range(rounds):
+                t = time.perf_counter()
+                r = client.post("/v1/groups", json={"groups": [group]})
+                walls.append(time.perf_counter() - t)
+                verdicts = r.json()["groups"][0]["verdicts"]
+                assert all(v["score"] == 1.0 for v in verdicts), verdicts[0]
+                time.sleep(pause_s)
+    return walls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tests", type=int, default=10, help="trivial tests per program")
     parser.add_argument("--cold", type=int, default=10, help="cold docker runs")
     parser.add_argument("--host", type=int, default=50, help="host python3 -c runs")
     parser.add_argument("--rounds", type=int, default=8, help="warm-pool submissions")
+    parser.add_argument("--http-rounds", type=int, default=5, help="/v1/groups requests")
+    parser.add_argument("--pause", type=float, default=5.0, help="seconds between /v1/groups requests")
     args = parser.parse_args()
     settings = SandboxSettings(instance="bench")
     image = build_image(settings, log=lambda _m: None)
     host = host_python(args.host)
     cold = cold_docker(settings, image, args.cold)
     warm = asyncio.run(warm_pool(args))
+    http = statistics.median(groups_over_http(args.tests, args.http_rounds, args.pause))
     per_test = warm["warm_per_test_s"]
     n = 16 * args.tests
     print(f"image {image}; trivial python test; {args.tests} tests per program")
@@ -138,6 +164,10 @@ def main() -> None:
     print(
         f"group 16 x {args.tests}, sustained, pool_size=4     {warm['group_sustained_s']:7.2f} s = "
         f"{n / warm['group_sustained_s']:.0f} tests/s (container churn: one per program)"
+    )
+    print(
+        f"/v1/groups 16 x {args.tests} over HTTP, default pool  {http:7.2f} s = "
+        f"{n / http:.0f} tests/s (median of {args.http_rounds}, {args.pause:g} s apart)"
     )
 
 

@@ -16,19 +16,25 @@ from tests.evals._data import load_rows
 pytestmark = pytest.mark.docker
 
 
+def _start_with_env(name: str, value: str) -> BackgroundServer:
+    """Start a server whose sandbox settings (read from the environment at start-up) see
+    `name=value`; the process environment is restored afterwards."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return BackgroundServer(make_settings(sandbox=True)).start()
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
 @pytest.fixture(scope="module")
 def code_server() -> Iterator[BackgroundServer]:
     # Its own label instance: starting a pool removes stray containers of the same instance,
     # which must never be another live pool's.
-    saved = os.environ.get("REFEREE_SANDBOX_INSTANCE")
-    os.environ["REFEREE_SANDBOX_INSTANCE"] = "pytest-evals-http"
-    try:
-        running = BackgroundServer(make_settings(sandbox=True)).start()
-    finally:
-        if saved is None:
-            os.environ.pop("REFEREE_SANDBOX_INSTANCE", None)
-        else:
-            os.environ["REFEREE_SANDBOX_INSTANCE"] = saved
+    running = _start_with_env("REFEREE_SANDBOX_INSTANCE", "pytest-evals-http")
     try:
         yield running
     finally:
@@ -80,15 +86,7 @@ def test_code_example_reproduces_its_score(code_server: BackgroundServer) -> Non
 
 
 def test_other_verifiers_work_when_docker_is_unreachable() -> None:
-    saved = os.environ.get("REFEREE_SANDBOX_DOCKER_HOST")
-    os.environ["REFEREE_SANDBOX_DOCKER_HOST"] = "unix:///nonexistent/docker.sock"
-    try:
-        server = BackgroundServer(make_settings(sandbox=True)).start()
-    finally:
-        if saved is None:
-            os.environ.pop("REFEREE_SANDBOX_DOCKER_HOST", None)
-        else:
-            os.environ["REFEREE_SANDBOX_DOCKER_HOST"] = saved
+    server = _start_with_env("REFEREE_SANDBOX_DOCKER_HOST", "unix:///nonexistent/docker.sock")
     try:
         ready = httpx.get(f"{server.url}/readyz").json()
         assert ready["ready"] is True and ready["checks"]["sandbox"]["ok"] is False

@@ -33,29 +33,9 @@ def final_part(text: str) -> str | None:
     return text
 
 
-def _braced(text: str, open_index: int) -> tuple[str, int] | None:
-    """Contents of the balanced `{...}` starting at `open_index` and the index after it."""
-    depth = 0
-    i = open_index
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] in "{}":
-            i += 2  # an escaped brace (\{ \}) does not open or close a group
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_index + 1 : i], i + 1
-        i += 1
-    return None
-
-
 def _brace_matches(text: str) -> dict[int, int]:
-    """Index of the matching `}` for every balanced `{`, in one linear pass (same escape rule
-    as `_braced`). Calling `_braced` once per box is quadratic on "\\boxed{" * 100000."""
+    """Index of the matching `}` for every balanced `{`, in one linear pass; an escaped brace
+    (\\{ \\}) neither opens nor closes. Matching per box instead is quadratic on "\\boxed{" * 100000."""
     matches: dict[int, int] = {}
     stack: list[int] = []
     i = 0
