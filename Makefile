@@ -48,8 +48,14 @@ test: lint typecheck pytest
 image: $(STAMP) docker
 	./scripts/build-service-image.sh
 
+# Benchmarks print JSON/tables; the anchors (Math-Verify, reasoning-gym) only ever live here.
 bench: $(STAMP) sandbox-image
-	$(BIN)/python bench/run_all.py
+	$(BIN)/pip install -q -c <(echo $(TORCH)) -e '.[bench]'
+	test -x .venv-bench/bin/python || ($(PYTHON) -m venv .venv-bench && .venv-bench/bin/pip install -q reasoning-gym)
+	$(BIN)/python -m bench.bench_groups_overhead
+	$(BIN)/python -m bench.bench_math
+	$(BIN)/python -m bench.bench_sandbox
+	$(BIN)/python -m bench.bench_logic
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache .mypy_cache .ruff_cache
