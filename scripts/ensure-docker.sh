@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Make a Docker engine available: install Debian's docker.io if only the client (or nothing) is
-# here, start dockerd in the background if no daemon answers, and wait for its socket.
+# Make a Docker engine available, and what the offline image builds need: install Debian's
+# docker.io if only the client (or nothing) is here and debootstrap if it is missing, start
+# dockerd in the background if no daemon answers, and wait for its socket.
 # Idempotent; prints what it did. Needs root for the install/start steps.
 set -euo pipefail
 
-if docker info >/dev/null 2>&1; then
-  exit 0
-fi
-if ! command -v dockerd >/dev/null 2>&1; then
-  echo "ensure-docker: installing docker.io (Docker engine)" >&2
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ensure-docker: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if docker info >/dev/null 2>&1; then
+  exit 0
 fi
 if ! docker info >/dev/null 2>&1; then
   echo "ensure-docker: starting dockerd" >&2
