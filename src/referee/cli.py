@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import structlog
 import typer
 
+from referee.logs import configure_logging
+
 app = typer.Typer(help="Referee: verdicts and group rewards for RL on language models.", no_args_is_help=True)
-
-
-def configure_logging(level: str = "info", json_logs: bool = False) -> None:
-    renderer: Any = structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer()
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-    )
 
 
 @app.command()
@@ -76,12 +64,18 @@ def score(
     from referee.client import Client, RefereeError
 
     try:
-        ref = json.loads(_read_text(reference))
+        reference_text, response_text = _read_text(reference), _read_text(response)
+        opts = json.loads(options)
+    except (OSError, json.JSONDecodeError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    try:
+        ref = json.loads(reference_text)
     except json.JSONDecodeError:
-        ref = _read_text(reference)
+        ref = reference_text  # a bare string reference
     try:
         with Client(url, api_key=api_key, retries=1) as client:
-            verdict = client.score(verifier, _read_text(response), ref, json.loads(options))
+            verdict = client.score(verifier, response_text, ref, opts)
     except RefereeError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from exc

@@ -87,15 +87,9 @@ class VerifierComponent(_Strict):
     """One weighted term of a group's reward, e.g. correctness × 1.0 + format × 0.1."""
 
     name: str = Field(min_length=1, max_length=200)
-    weight: float = 1.0
+    # Bounded so that a weighted sum of bounded scores stays a finite float.
+    weight: float = Field(default=1.0, ge=-1e6, le=1e6)
     options: JSONObject = Field(default_factory=dict)
-
-    @field_validator("weight")
-    @classmethod
-    def _finite_weight(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("weight must be finite")
-        return value
 
 
 class GroupSpec(_Strict):
@@ -136,6 +130,12 @@ class GroupSpec(_Strict):
         if isinstance(value, str) and not value:
             raise ValueError("verifier name must not be empty")
         return value
+
+    @model_validator(mode="after")
+    def _options_belong_to_components(self) -> GroupSpec:
+        if isinstance(self.verifier, list) and self.options:
+            raise ValueError("with a list of components, put options in each component, not in the group")
+        return self
 
 
 class AdvantageConfig(_Strict):

@@ -114,3 +114,18 @@ def test_gives_up_when_overload_persists() -> None:
         with pytest.raises(RefereeHTTPError) as info:
             client.score("exact", "a", "a")
     assert info.value.status_code == 503 and len(seen) == 3
+
+
+def test_read_timeouts_are_not_retried() -> None:
+    calls: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        raise httpx.ReadTimeout("slow", request=request)
+
+    with Client(
+        "http://referee", transport=httpx.MockTransport(handler), retries=3, backoff_s=0.001
+    ) as client:
+        with pytest.raises(RefereeUnavailable, match="no answer in time"):
+            client.score("exact", "a", "a")
+    assert len(calls) == 1

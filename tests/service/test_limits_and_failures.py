@@ -134,3 +134,11 @@ def test_readyz_reports_workers_and_disabled_sandbox(http: httpx.Client) -> None
     body = r.json()
     assert body["ready"] is True and body["checks"]["workers"]["size"] == 2
     assert body["checks"]["sandbox"]["ok"] is False
+
+
+def test_a_request_that_can_never_fit_is_422_not_503() -> None:
+    settings = make_settings(max_pending_verdicts=10)
+    with BackgroundServer(settings) as server:
+        body = {"groups": [{"verifier": "exact", "reference": "a", "responses": ["a"] * 11}]}
+        r = httpx.post(f"{server.url}/v1/groups", json=body)
+        assert r.status_code == 422 and "limit 10" in r.json()["message"]

@@ -202,3 +202,44 @@ def test_per_response_options_must_match_and_be_used(http: httpx.Client) -> None
     assert r.status_code == 422
     r = http.post("/v1/groups", json={"groups": [{**base, "response_options": [{"lenght": 3}, {}]}]})
     assert r.status_code == 422 and "lenght" in r.json()["message"]
+
+
+def test_a_single_weighted_component_applies_its_weight(http: httpx.Client) -> None:
+    body = {
+        "groups": [
+            {"verifier": [{"name": "exact", "weight": 0.5}], "reference": "4", "responses": ["4", "5"]}
+        ]
+    }
+    (group,) = http.post("/v1/groups", json=body).json()["groups"]
+    assert group["rewards"] == [0.5, 0.0]
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        {
+            "verifier": [{"name": "exact", "weight": 1e308}, {"name": "exact", "weight": 1e308}],
+            "reference": "a",
+            "responses": ["a"],
+        },
+        {
+            "verifier": [{"name": "exact"}],
+            "options": {"case_sensitive": False},
+            "reference": "a",
+            "responses": ["a"],
+        },
+    ],
+)
+def test_unusable_groups_are_422_not_500(http: httpx.Client, group: dict) -> None:
+    r = http.post("/v1/groups", json={"groups": [group]})
+    assert r.status_code == 422, r.text
+
+
+def test_a_non_numeric_score_is_an_error_verdict(http: httpx.Client) -> None:
+    r = http.post(
+        "/v1/score", json={"items": [{"verifier": "test.not_a_number", "response": x} for x in ("ok", "bad")]}
+    )
+    assert r.status_code == 200, r.text
+    first, second = r.json()["verdicts"]
+    assert first["score"] == 1.0
+    assert second["status"] == "error" and second["score"] is None

@@ -94,4 +94,14 @@ class OutOfRange(Verifier):
         return Check(2.0 if response == "bad" else 1.0)
 
 
-TEST_VERIFIERS = [Sleepy, Spinner, Crashing, Raising, Hungry, PrepareCounter, OutOfRange]
+class NotANumber(Verifier):
+    """A plugin bug: its score is not a number."""
+
+    name = "test.not_a_number"
+    example: ClassVar[dict[str, Any]] = {"response": "ok", "reference": None, "expected_score": 1.0}
+
+    def check(self, response: str, prepared: Any, options: Any) -> Check:
+        return Check("high" if response == "bad" else 1.0)  # type: ignore[arg-type]
+
+
+TEST_VERIFIERS = [NotANumber, Sleepy, Spinner, Crashing, Raising, Hungry, PrepareCounter, OutOfRange]

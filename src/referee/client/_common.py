@@ -23,12 +23,11 @@ from referee.models import (
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({429, 503})
-# Transport failures where the request cannot have been processed, or a retry is harmless:
-# scoring is idempotent, so a read timeout may be retried as well.
+# Transport failures where the request was not (completely) processed. A read timeout is not
+# retried: the service is still working on the request, and a retry would double its load.
 RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.ConnectError,
     httpx.ConnectTimeout,
-    httpx.ReadTimeout,
     httpx.RemoteProtocolError,
     httpx.ReadError,
     httpx.WriteError,
@@ -52,7 +51,8 @@ class RefereeHTTPError(RefereeError):
 
 
 class RefereeUnavailable(RefereeError):
-    """The service could not be reached (or stayed overloaded) after all retries."""
+    """The service could not be reached after all retries (a service that stays overloaded
+    raises `RefereeHTTPError` with status 503 or 429 instead)."""
 
 
 @dataclass(frozen=True)

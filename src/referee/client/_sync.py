@@ -54,6 +54,9 @@ class Client:
                 time.sleep(self._retry.delay(attempt))
                 attempt += 1
                 continue
+            except httpx.TimeoutException as exc:
+                # Not retried: the service may still be working on it (see RETRY_EXCEPTIONS).
+                raise c.RefereeUnavailable(f"{method} {path}: no answer in time ({exc!r})") from exc
             if response.status_code in c.RETRY_STATUSES and attempt < self._retry.retries:
                 time.sleep(self._retry.delay(attempt, response.headers.get("Retry-After")))
                 attempt += 1

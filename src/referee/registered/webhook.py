@@ -95,6 +95,12 @@ def signature(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},v1={mac}"
 
 
+def _attempts_budget(spec: WebhookSpec, settings: Any) -> float:
+    timeout = spec.timeout_s or settings.webhook_timeout_s
+    retries = settings.webhook_retries if spec.retries is None else spec.retries
+    return timeout * (retries + 1) + 2.0 * retries + 1.0
+
+
 class CircuitBreaker:
     """closed -> (N consecutive failures) -> open -> (cool-down) -> half-open: one trial call;
     its success closes the circuit, its failure opens it again."""
@@ -181,8 +187,6 @@ class WebhookVerifier(AsyncVerifier):
         if not host_allowed(url, settings.webhook_allowed_hosts):
             raise VerifierError("webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS")
         breaker = self.runtime.breaker(url)
-        if not breaker.allow():
-            raise VerifierError(f"webhook circuit open; next trial in {breaker.retry_in():.1f} s")
         body = json.dumps(
             {"response": response, "reference": reference, "options": options}, ensure_ascii=False
         ).encode()
@@ -190,34 +194,50 @@ class WebhookVerifier(AsyncVerifier):
         retries = settings.webhook_retries if self.spec.retries is None else self.spec.retries
         problem = "no attempt"
         async with self.runtime.limit(self.qualified_name()):
-            for attempt in range(retries + 1):
-                if attempt:
-                    await asyncio.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))
-                try:
-                    status, raw = await self._post(url, body, timeout)
-                except (httpx.TimeoutException, TimeoutError):
-                    problem = f"timed out after {timeout:g} s"
-                    continue
-                except httpx.HTTPError as exc:
-                    problem = f"{type(exc).__name__}"
-                    continue
-                if status >= 500 or status in (408, 429):
-                    problem = f"HTTP {status}"
-                    continue
-                if status != 200:
+            # Asked only once a slot is free: calls queued behind a failing hook must not each
+            # go on to try it after the circuit has opened.
+            if not breaker.allow():
+                raise VerifierError(f"webhook circuit open; next trial in {breaker.retry_in():.1f} s")
+            settled = False
+            try:
+                for attempt in range(retries + 1):
+                    if attempt:
+                        await asyncio.sleep(min(2.0, 0.1 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))
+                        if breaker.opened_at is not None and not breaker.trial:
+                            settled = True
+                            raise VerifierError(f"webhook circuit opened while retrying: {problem}")
+                    try:
+                        status, raw = await self._post(url, body, timeout)
+                    except (httpx.TimeoutException, TimeoutError):
+                        problem = f"timed out after {timeout:g} s"
+                        continue
+                    except httpx.HTTPError as exc:
+                        problem = f"{type(exc).__name__}"
+                        continue
+                    if status >= 500 or status in (408, 429):
+                        problem = f"HTTP {status}"
+                        continue
+                    settled = True
+                    if status != 200:
+                        breaker.failure()
+                        raise VerifierError(f"webhook answered HTTP {status} (not retried)")
+                    try:
+                        answer = _Answer.model_validate_json(raw)
+                        if not math.isfinite(answer.score):
+                            raise ValueError("score is not finite")
+                    except (ValidationError, ValueError) as exc:
+                        breaker.failure()
+                        raise VerifierError(f"webhook answered an invalid body: {str(exc)[:200]}") from None
+                    breaker.success()
+                    return Check(answer.score, reason=answer.reason, details=answer.details)
+                settled = True
+                breaker.failure()
+                raise VerifierError(f"webhook failed after {retries + 1} attempt(s): {problem}")
+            finally:
+                # Cancelled or broken mid-call: count it as a failure, or a half-open breaker
+                # would wait for this trial's outcome forever.
+                if not settled:
                     breaker.failure()
-                    raise VerifierError(f"webhook answered HTTP {status} (not retried)")
-                try:
-                    answer = _Answer.model_validate_json(raw)
-                    if not math.isfinite(answer.score):
-                        raise ValueError("score is not finite")
-                except (ValidationError, ValueError) as exc:
-                    breaker.failure()
-                    raise VerifierError(f"webhook answered an invalid body: {str(exc)[:200]}") from None
-                breaker.success()
-                return Check(answer.score, reason=answer.reason, details=answer.details)
-        breaker.failure()
-        raise VerifierError(f"webhook failed after {retries + 1} attempt(s): {problem}")
 
     async def _post(self, url: str, body: bytes, timeout: float) -> tuple[int, bytes]:
         headers = {
@@ -262,5 +282,7 @@ def build_class(
         "secret": secret,
         "runtime": runtime,
         "_reference_adapter": None,
+        # Per verdict: every attempt may time out, plus the back-off between attempts.
+        "time_budget_s": _attempts_budget(parsed, runtime.settings),
     }
     return type(f"Webhook[{name}@{version}]", (WebhookVerifier,), attrs)

@@ -137,9 +137,16 @@ class Scorer:
         qualified = verifier.qualified_name()
         start = time.perf_counter()
         results: Sequence[Check | VerifierError]
+        # The verifier's budget is per verdict; a group may be judged one response after another.
+        budget = (verifier.time_budget_s or self.settings.verdict_timeout_s) * max(1, len(responses))
         try:
             prepared = verifier.prepare(job.reference, job.options)
-            results = await verifier.check_group(responses, prepared, job.options, self.resources)
+            # I/O-bound verifiers judge candidate slowness themselves (the sandbox's time limits);
+            # overrunning the verifier's own budget means its backend is stuck: no verdict.
+            async with asyncio.timeout(budget):
+                results = await verifier.check_group(responses, prepared, job.options, self.resources)
+        except TimeoutError:
+            results = [VerifierError(f"verifier exceeded its {budget:g} s budget")] * len(responses)
         except VerifierError as exc:
             results = [exc] * len(responses)
         except Exception as exc:  # a verifier bug is a masked verdict, not a 500
@@ -220,6 +227,7 @@ class Scorer:
             self._check_responses(group.responses, (*loc, "responses"))
             planned.append(self._plan_group(group, components, loc))
             total += len(group.responses) * len(components)
+        _limit(("groups",), "verdicts in one request", total, limits.max_pending_verdicts)
         self.pool.check_capacity(total)
         return list(
             await asyncio.gather(
@@ -247,7 +255,7 @@ class Scorer:
                 continue
             # Options are validated as merged: a component may need a per-response value
             # (unit="tokens" needs each response's length) that its own options lack.
-            fields = set(self.registry.get(c.name).options_model.model_fields)
+            fields = set(self.resolve(c.name).options_model.model_fields)
             base: _Job | None = None
             jobs = []
             for r, extra in enumerate(per_response):
@@ -289,7 +297,7 @@ class Scorer:
         self, group: GroupSpec, jobs: list[tuple[VerifierComponent, list[_Job]]], advantage: AdvantageConfig
     ) -> GroupResult:
         per_component = await asyncio.gather(*(self._run_component(js, group.responses) for _, js in jobs))
-        if len(jobs) == 1:
+        if isinstance(group.verifier, str):  # a weighted list, even of one, goes through _combine
             verdicts = per_component[0]
             rewards = [v.score for v in verdicts]
         else:
@@ -319,11 +327,9 @@ def _combine(
     rewards: list[float | None] = []
     for parts in zip(*per_component, strict=True):
         failed = [p for p in parts if p.status is VerdictStatus.error]
-        reward = (
-            None
-            if failed
-            else math.fsum(c.weight * (p.score or 0.0) for c, p in zip(components, parts, strict=True))
-        )
+        reward = None
+        if not failed:
+            reward = math.fsum(c.weight * (p.score or 0.0) for c, p in zip(components, parts, strict=True))
         verdicts.append(
             Verdict(
                 score=reward,

@@ -17,6 +17,7 @@ import pebble
 
 from referee.scoring import worker
 from referee.settings import Settings
+from referee.verifiers.registry import BUILTIN_MODULES
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,7 @@ class WorkerPool:
     def start(self) -> None:
         context = multiprocessing.get_context("forkserver")
         # Preloading in the forkserver makes worker start-up (and replacement after a kill) cheap.
-        context.set_forkserver_preload(["referee.scoring.worker"])
+        context.set_forkserver_preload(["referee.scoring.worker", *BUILTIN_MODULES])
         self._pool = pebble.ProcessPool(
             max_workers=self._settings.workers,
             initializer=worker.init_worker,
@@ -113,6 +114,10 @@ class WorkerPool:
                     f"verifier worker died (exit code {exc.exitcode}); worker replaced",
                     {},
                     0.0,
+                )
+            except Exception as exc:  # e.g. a result that cannot be unpickled: no verdict, not a 500
+                return TaskOutcome(
+                    "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
                 )
             return TaskOutcome(kind, score, reason, details, elapsed)
         finally:

@@ -72,13 +72,20 @@ def run_check(ref: WorkerRef, reference_json: str, options_json: str, response: 
     start = time.perf_counter()
     try:
         verifier, prepared, options = _prepared(ref, reference_json, options_json)
+    except MemoryError:
+        # Not the response's fault: the reference (or the cache) is too big. No verdict.
+        _prepared.cache_clear()
+        return ("error", None, "preparing the reference exceeded the worker's memory", {}, _ms(start))
+    except Exception as exc:  # a verifier bug must become a masked verdict, not a dead worker
+        return ("error", None, f"verifier raised {type(exc).__name__}: {exc}"[:500], {}, _ms(start))
+    try:
         check: Check = verifier.check(response, prepared, options)
+        return ("ok", float(check.score), check.reason, dict(check.details), _ms(start))
     except MemoryError:
         _prepared.cache_clear()
         return ("memory", 0.0, "checker exceeded its memory budget", {}, _ms(start))
-    except Exception as exc:  # a verifier bug must become a masked verdict, not a dead worker
+    except Exception as exc:
         return ("error", None, f"verifier raised {type(exc).__name__}: {exc}"[:500], {}, _ms(start))
-    return ("ok", float(check.score), check.reason, dict(check.details), _ms(start))
 
 
 def ping() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ import structlog
 from fastapi import FastAPI, Request, Response
 
 import referee
+from referee.logs import ensure_logging
 from referee.registered.catalog import Catalog
 from referee.registered.store import SQLiteStore
 from referee.scoring.engine import Scorer
@@ -43,6 +45,7 @@ async def _start_sandbox(settings: Settings) -> Any:
 def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | None = None) -> FastAPI:
     """Build the app. `resources` (e.g. {"sandbox": pool}) override those started by default."""
     settings = settings or Settings()
+    ensure_logging(settings.log_level, settings.log_json)
     registry = build_registry(settings.extra_verifiers, plugins=settings.load_plugins)
     pool = WorkerPool(settings)
     metrics = Metrics(pool)
@@ -51,31 +54,31 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool.start()
-        await pool.warm_up()
         owned: dict[str, Any] = {}
-        given = dict(resources or {})
-        if "sandbox" not in given:
-            sandbox = await _start_sandbox(settings)
-            if sandbox is not None:
-                owned["sandbox"] = sandbox
-        app.state.scorer = Scorer(
-            settings,
-            registry,
-            pool,
-            resources={**owned, **given},
-            observer=metrics.observe_verdict,
-            resolver=catalog.resolve,
-        )
-        auth.log_mode()
-        log.info("referee_started", workers=settings.workers, verifiers=catalog.names())
-        try:
+        # Everything started here is stopped on the way out, even if a later start-up step
+        # (warm-up, the sandbox) fails or one of the closes raises.
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(pool.close)
+            stack.push_async_callback(catalog.aclose)
+            pool.start()
+            await pool.warm_up()
+            given = dict(resources or {})
+            if "sandbox" not in given:
+                sandbox = await _start_sandbox(settings)
+                if sandbox is not None:
+                    owned["sandbox"] = sandbox
+                    stack.push_async_callback(sandbox.close)
+            app.state.scorer = Scorer(
+                settings,
+                registry,
+                pool,
+                resources={**owned, **given},
+                observer=metrics.observe_verdict,
+                resolver=catalog.resolve,
+            )
+            auth.log_mode()
+            log.info("referee_started", workers=settings.workers, verifiers=catalog.names())
             yield
-        finally:
-            for resource in owned.values():
-                await resource.close()
-            await catalog.aclose()
-            pool.close()
 
     app = FastAPI(
         title="Referee",
