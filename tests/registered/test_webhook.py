@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -127,3 +128,28 @@ def test_circuit_breaker_opens_and_recovers(http: httpx.Client, webhook: Webhook
     before = webhook.hits["/fail"]
     r = register(http, hook_type("hook.breaker2", url))
     assert "HTTP 500" in r.json()["detail"]["failing"][0]["reason"] and webhook.hits["/fail"] > before
+
+
+async def test_cancelled_trial_call_does_not_wedge_the_breaker(webhook: Webhook, tmp_path: Any) -> None:
+    import asyncio
+
+    from referee.registered.webhook import WebhookRuntime, build_class
+    from tests.registered.conftest import registered_settings
+
+    settings = registered_settings(tmp_path / "db.sqlite", webhook_timeout_s=5.0)
+    runtime = WebhookRuntime(settings)
+    url = webhook.url("/slow")
+    cls = build_class("hook.cancel", "1", {"url": url}, WEBHOOK_SECRET, None, runtime)
+    verifier = cls()
+    breaker = runtime.breaker(url)
+    breaker.opened_at = time.monotonic() - 10  # open, cool-down over: the next call is the trial
+    call = asyncio.create_task(verifier._one("red", REF, {}))
+    await asyncio.sleep(0.2)
+    assert breaker.trial
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    assert not breaker.trial  # the trial's outcome was recorded (as a failure): the breaker reopened
+    breaker.opened_at = time.monotonic() - 10
+    assert breaker.allow()  # after the next cool-down a new trial goes through
+    await runtime.aclose()
