@@ -7,6 +7,7 @@ probe is blocked, so a leaky sandbox shows up as wrong_answer instead of accepte
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,6 +289,123 @@ CASES = [
         test_format="function",
         tests=[{"fn_name": "add", "args": [1, 2], "expected": 3}],
     ),
+    # The assert wrappers are evaluated by the judge on plain values: patching what the
+    # candidate's process sees (builtins, math) cannot make a wrong answer pass.
+    Case(
+        "assert_patches_math_isclose",
+        "import math\nmath.isclose = lambda *a, **k: True\ndef area(r):\n    return 0\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
+    ),
+    Case(
+        "assert_redefines_set",
+        "def set(*a):\n    return 0\ndef primes(n):\n    return [7]\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert set(primes(5)) == set([2, 3, 5])",
+    ),
+    Case(
+        "assert_redefines_abs",
+        "def abs(x):\n    return 0\ndef root(x):\n    return 5.0\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert abs(root(9) - 3) < 1e-6",
+    ),
+    Case(
+        "assert_patches_builtins_sorted",
+        "import builtins\nbuiltins.sorted = lambda *a, **k: [1, 2, 3]\nbuiltins.all = lambda *a: True\n"
+        "def f(x):\n    return [9]\n",
+        "wrong_answer",
+        0.0,
+        test_format="assert",
+        tests="assert sorted(f(1)) == [1, 2, 3]\nassert all([f(1) == [1]])",
+    ),
+    Case(
+        "assert_wrappers_honest",
+        "import math\ndef area(r):\n    return math.pi * r * r\ndef primes(n):\n    return [5, 3, 2]\n"
+        "def root(x):\n    return math.sqrt(x)\ndef evens(n):\n    return (i for i in range(0, n, 2))\n",
+        "accepted",
+        1.0,
+        test_format="assert",
+        tests="assert math.isclose(area(2), 12.566, rel_tol=1e-3)\nassert set(primes(5)) == set([2, 3, 5])\n"
+        "assert abs(root(9) - 3) < 1e-6\nassert sorted(primes(5)) == [2, 3, 5] and len(primes(5)) == 3\n"
+        "assert list(evens(5)) == [0, 2, 4]\nassert all([root(4) == 2, root(1) == 1])",
+    ),
+    Case(
+        "assert_exception_in_skipped_branch",
+        "def f(x):\n    return 1 // (x - 2)\n",
+        "accepted",
+        1.0,
+        test_format="assert",
+        tests="assert f(3) == 1 or f(2) == 0",
+    ),
+    # Memory: the policy's 256 MB is the process tree's, whatever slack the container has.
+    Case("memory_268mb_python", "x = bytearray(268 << 20)\n" + HONEST, "memory_limit_exceeded", 0.0),
+    Case(
+        "memory_262mb_c",
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nint main(void){long a, b;"
+        'char *p = malloc(262L << 20); memset(p, 1, 262L << 20); if (scanf("%ld %ld", &a, &b) != 2) return 1;'
+        'printf("%ld\\n", a + b + p[12345] - 1); return 0;}\n',
+        "memory_limit_exceeded",
+        0.0,
+        language="c",
+    ),
+    Case(
+        "memory_200mb_c_is_allowed",
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nint main(void){long a, b;"
+        'char *p = malloc(200L << 20); memset(p, 1, 200L << 20); if (scanf("%ld %ld", &a, &b) != 2) return 1;'
+        'printf("%ld\\n", a + b + p[12345] - 1); return 0;}\n',
+        "accepted",
+        1.0,
+        language="c",
+    ),
+    Case(
+        "memory_tree_2x132mb",
+        "import os, time\nx = bytearray(132 << 20)\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
+        "    y = bytearray(132 << 20)\n    os.write(w, b'k')\n    time.sleep(0.3)\n    os._exit(0)\n"
+        "os.read(r, 1)\nos.waitpid(pid, 0)\n" + HONEST,
+        "memory_limit_exceeded",
+        0.0,
+    ),
+    Case(
+        "memory_tree_2x100mb_is_allowed",
+        "import os, time\nx = bytearray(100 << 20)\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
+        "    y = bytearray(100 << 20)\n    os.write(w, b'k')\n    time.sleep(0.3)\n    os._exit(0)\n"
+        "os.read(r, 1)\nos.waitpid(pid, 0)\n" + HONEST,
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "prints_memory_error_and_exits_1",
+        "import sys\nprint('MemoryError', file=sys.stderr)\nsys.exit(1)\n",
+        "runtime_error",
+        0.0,
+    ),
+    Case(
+        "sends_itself_sigxcpu",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\n" + HONEST,
+        "runtime_error",
+        0.0,
+    ),
+    Case(
+        "function_result_over_1mb",
+        "def big(n):\n    return 'x' * n\n",
+        "accepted",
+        1.0,
+        test_format="function",
+        tests=[{"fn_name": "big", "args": [2 << 20], "expected": "x" * (2 << 20)}],
+    ),
+    Case(
+        "one_mb_numeric_token",
+        "import sys\nsys.stdout.write('1' * ((1 << 20) - 2) + 'x')\n",
+        "wrong_answer",
+        0.0,
+        tests=[{"input": "", "output": "1.5\n"}],
+    ),
     Case(
         "forged_result_write",
         'import os\nos.write(4, b\'{"values": [{"t": "bool", "v": true}]}\')\nos._exit(0)\n',
@@ -307,16 +425,40 @@ async def test_hostile_program(case: Case, sandbox_pool, escape_check) -> None: 
         {"language": case.language, "test_format": case.test_format, "tests": case.tests}
     )
     prepared = verifier.prepare(reference, options)
+    started = time.perf_counter()
     [check] = await verifier.check_group([case.program], prepared, options, {"sandbox": sandbox_pool})
+    elapsed = time.perf_counter() - started
     assert isinstance(check, Check), check
     assert (check.details["verdict"], check.score) == (case.verdict, pytest.approx(case.fraction)), (
         check.details
     )
     if case.max_test_ms is not None:
         assert max(t["time_ms"] for t in check.details["tests"]) < case.max_test_ms, check.details
+    if case.id == "one_mb_numeric_token":  # judging 1 MB of one token is linear (< 1 s)
+        assert elapsed < 3.0, elapsed
 
 
 async def test_host_canaries_untouched(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The write probes above target paths inside the container's read-only image; the host's
     own files of the same names must not exist."""
     assert not os.path.exists("/etc/referee-canary")
+
+
+async def test_one_hostile_result_does_not_touch_the_others(sandbox_pool, escape_check) -> None:  # type: ignore[no-untyped-def]
+    """A group [honest, malicious]: b"[" * 200000 on the result fd (json.loads RecursionError)
+    is that program's wrong answer; the honest one is still accepted, both status ok."""
+    verifier = CodeVerifier()
+    options = CodeOptions()
+    reference = verifier.validate_reference(
+        {
+            "language": "python",
+            "test_format": "function",
+            "tests": [{"fn_name": "add", "args": [1, 2], "expected": 3}],
+        }
+    )
+    prepared = verifier.prepare(reference, options)
+    honest = "def add(a, b):\n    return a + b\n"
+    malicious = "import os\nos.write(4, b'[' * 200000)\nos._exit(0)\n"
+    checks = await verifier.check_group([honest, malicious], prepared, options, {"sandbox": sandbox_pool})
+    assert all(isinstance(c, Check) for c in checks), checks
+    assert [(c.details["verdict"], c.score) for c in checks] == [("accepted", 1.0), ("wrong_answer", 0.0)]

@@ -163,3 +163,22 @@ async def test_large_input_and_all_tests_run(sandbox_pool: SandboxPool) -> None:
     check = await _check(sandbox_pool, program, ref)
     assert check.score == 1.0 and check.details["total"] == 3
     assert check.details["compile"]["ok"] and check.details["compile"]["time_ms"] > 0
+
+
+async def test_judged_tests_keep_only_a_short_prefix_of_their_output(sandbox_pool: SandboxPool) -> None:
+    """With a judge, each test is judged as it arrives and only 512 bytes of its output stay
+    in memory (a 1000-test submission no longer holds 1000 x 1 MB until the end)."""
+    seen: list[tuple[int, int]] = []
+
+    def judge(index: int, run: object) -> tuple[str, str | None]:
+        seen.append((index, len(run.stdout)))  # type: ignore[attr-defined]
+        return ("accepted", None)
+
+    limits = Limits.from_settings(sandbox_pool.settings)
+    program = b"import sys\nsys.stdout.write('z' * 300000)\n"
+    job = Job(LANGUAGES["python"], "stdio", program, (TestInput(), TestInput()), limits, judge=judge)
+    result = await sandbox_pool.run(job)
+    assert sorted(seen) == [(0, 300000), (1, 300000)]  # the judge saw the full output
+    for run in result.tests:
+        assert run is not None and run.verdict == ("accepted", None)
+        assert len(run.stdout) <= 512 and run.result is None

@@ -3,16 +3,19 @@ rules, verdict classification, and Docker being unreachable (no Docker needed he
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import time
 
 import pytest
 from pydantic import ValidationError
 
 from referee.sandbox import judge
 from referee.sandbox.languages import LANGUAGES
+from referee.sandbox.limits import Limits
 from referee.sandbox.pool import SandboxPool
-from referee.sandbox.protocol import TestRun
+from referee.sandbox.protocol import Job, SandboxUnavailable, TestInput, TestRun
 from referee.sandbox.settings import SandboxSettings
 from referee.verifiers.base import VerifierError
 from referee.verifiers.code import CodeOptions, CodeVerifier, classify, extract_program
@@ -85,6 +88,29 @@ def test_stdio_rules(got: bytes, expected: str, ok: bool) -> None:
     assert judge.compare_stdio(got, expected)[0] is ok
 
 
+def test_a_huge_numeric_looking_token_is_judged_in_linear_time() -> None:
+    started = time.perf_counter()
+    for got in (b"1" * (1 << 20) + b"x", b"1" * (1 << 20), b"1." + b"1" * (1 << 20) + b"e"):
+        assert judge.compare_stdio(got, "1.5\n")[0] is False
+    assert time.perf_counter() - started < 1.0
+    run = TestRun(status="exited", exit_code=0, stdout=b"9" * (1 << 20) + b".")
+    started = time.perf_counter()
+    assert classify(run, PY, "stdio", "1.0\n")[0] == "wrong_answer"
+    assert time.perf_counter() - started < 1.0
+
+
+def test_unreadable_result_payloads_never_raise() -> None:
+    assert judge.parse_payload(b"[" * 200000) is None
+    assert judge.parse_payload(b'{"ok": true, "value": ' + b"1" * 5000 + b"}") is None
+    run = TestRun(status="exited", exit_code=0, result=b"[" * 200000)
+    assert classify(run, PY, "function", 3)[0] == "wrong_answer"
+    deep = b'{"ok": true, "value": ' + b"[" * 900 + b"]" * 900 + b"}"
+    assert (
+        classify(TestRun(status="exited", exit_code=0, result=deep), PY, "function", [1])[0] == "wrong_answer"
+    )
+    assert judge.values_equal(10**400, 1.0) is False  # float(10**400) overflows: not close
+
+
 # ---- function comparison ----------------------------------------------------------------------
 
 
@@ -115,7 +141,116 @@ def test_assert_literals_stay_out_of_the_sandbox() -> None:
     assert eq.exprs == ("f(2)",)
     assert "917531" not in json.dumps(eq.exprs)
     assert neg.exprs == ("g(1)",)
-    assert chained.exprs == ("0 < h(1) < 5",)  # not split: evaluated whole in the sandbox
+    assert chained.exprs == ("h(1)",)  # only the program's call runs in the sandbox
+
+
+@pytest.mark.parametrize(
+    ("tests", "exprs"),
+    [
+        ("assert math.isclose(area(2), 12.56, rel_tol=1e-3)", ("area(2)",)),
+        ("assert all([f(1), f(2)])", ("f(1)", "f(2)")),
+        ("assert f(1) == 1 and not f(2)", ("f(1)", "f(2)")),
+        ("assert f(1) == set((4, 5))", ("f(1)",)),
+        ("assert abs(f(1) - 3) < 1e-6", ("f(1)",)),
+        ("assert sorted(f([3, 1])) == [1, 3]", ("f([3, 1])",)),
+        ("assert set(f(1)) == set([2, 3])", ("f(1)",)),
+        ("assert Solution().two([1], 2)[0] == 3", ("Solution().two([1], 2)",)),
+        ("assert collections_util(3) == 3", ("collections_util(3)",)),
+    ],
+)
+def test_only_program_calls_go_to_the_sandbox(tests: str, exprs: tuple[str, ...]) -> None:
+    [planned] = judge.plan_asserts(tests)
+    assert planned.exprs == exprs
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert all(f(x) for x in [1, 2])",  # a generator: cannot be split
+        "assert collections.Counter(f(1)) == {}",  # a stdlib module the candidate could patch
+        "import collections\nassert collections.Counter(f(1)) == {}",
+        "assert print(f(1))",  # a builtin outside the whitelist
+        "assert isinstance(f(1), Foo)",
+        "assert f(1) is 3",
+        "assert f'{f(1)}' == '1'",
+        "def helper(x):\n    return x\nassert helper(f(1)) == 1",
+        "assert math.comb(f(1), 2) == 1",
+        "assert sorted(f(1), key=len) == []",
+    ],
+)
+def test_unsplittable_asserts_are_rejected(tests: str) -> None:
+    with pytest.raises(ValidationError, match="unsupported assert"):
+        CodeVerifier.validate_reference({"language": "python", "test_format": "assert", "tests": tests})
+
+
+def _t(value: object) -> dict[str, object]:
+    """The harness's tagged encoding of a plain value (test helper)."""
+    if value is None:
+        return {"t": "none"}
+    if isinstance(value, bool):
+        return {"t": "bool", "v": value}
+    if isinstance(value, int):
+        return {"t": "int", "v": hex(value)}
+    if isinstance(value, float):
+        return {"t": "float", "v": value.hex()}
+    if isinstance(value, str):
+        return {"t": "str", "v": value}
+    kind = type(value).__name__
+    if isinstance(value, dict):
+        return {"t": "dict", "v": [[_t(k), _t(v)] for k, v in value.items()]}
+    return {"t": kind, "v": [_t(v) for v in value]}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("tests", "values", "verdict"),
+    [
+        ("assert math.isclose(area(2), 12.566, rel_tol=1e-3)", [12.5664], "accepted"),
+        ("assert math.isclose(area(2), 12.566, rel_tol=1e-3)", [0], "wrong_answer"),
+        ("assert abs(f(1) - 3) < 1e-6", [3.0000000001], "accepted"),
+        ("assert abs(f(1) - 3) < 1e-6", [0], "wrong_answer"),
+        ("assert set(f(1)) == set([2, 3])", [[3, 2, 2]], "accepted"),
+        ("assert set(f(1)) == set([2, 3])", [0], "runtime_error"),  # set(0): TypeError, as in Python
+        ("assert sorted(f(1)) == [1, 2, 3]", [[3, 1, 2]], "accepted"),
+        ("assert sorted(f(1)) == [1, 2, 3]", [[9]], "wrong_answer"),
+        ("assert f(1) == 1 and f(2) == 2", [1, 2], "accepted"),
+        ("assert f(1) == set((4, 5))", [{4, 5}], "accepted"),
+        ("assert f(1) == set((4, 5))", [[4, 5]], "wrong_answer"),
+        ("assert len(f(1)) == 2 and f(1)[0] == 'a'", [["a", "b"], ["a", "b"]], "accepted"),
+        ("assert round(f(1), 2) == 0.33", [1 / 3], "accepted"),
+        ("assert isinstance(f(1), int)", [True], "accepted"),  # Python: bool is an int
+        ("assert f(1) == 10 ** 3", [1000], "accepted"),
+    ],
+)
+def test_assert_wrappers_are_evaluated_on_the_host(tests: str, values: list[object], verdict: str) -> None:
+    [planned] = judge.plan_asserts(tests)
+    assert judge.judge_assert(planned, _payload(*(_t(v) for v in values)))[0] == verdict
+
+
+def test_assert_exceptions_follow_python_evaluation_order() -> None:
+    [planned] = judge.plan_asserts("assert f(1) == 1 and f(2) == 2")
+    boom = {"t": "raised", "type": "ZeroDivisionError", "message": "division by zero"}
+    # f(1) != 1: Python never evaluates f(2), so its exception does not count.
+    assert judge.judge_assert(planned, _payload(_t(0), boom))[0] == "wrong_answer"
+    assert judge.judge_assert(planned, _payload(_t(1), boom))[0] == "runtime_error"
+    raised_assert = {"t": "raised", "type": "AssertionError", "message": ""}
+    assert judge.judge_assert(planned, _payload(raised_assert, _t(2)))[0] == "wrong_answer"
+
+
+def test_assert_judge_survives_forged_results() -> None:
+    [planned] = judge.plan_asserts("assert set(f(1)) == {1}")
+    forged = [
+        {"t": "set", "v": [{"t": "list", "v": []}]},  # unhashable set member
+        {"t": "int", "v": "zz"},
+        {"t": "set", "v": [_t(k * (2**61 - 1) + 7) for k in range(2000)]},  # hash flooding
+        "not a dict",
+    ]
+    for value in forged:
+        assert judge.judge_assert(planned, _payload(value))[0] == "wrong_answer"
+    started = time.perf_counter()
+    [power, repeat] = judge.plan_asserts("assert f(1) ** f(2) == 1\nassert f(3) * 'x' == ''")
+    assert judge.judge_assert(power, _payload(_t(3), _t(10**9)))[0] == "runtime_error"  # bounded
+    assert judge.judge_assert(repeat, _payload(_t(10**12)))[0] == "runtime_error"
+    assert time.perf_counter() - started < 1.0
 
 
 def test_setup_statements_run_before_later_asserts() -> None:
@@ -154,8 +289,24 @@ def test_classify_by_how_the_process_ended() -> None:
     assert classify(TestRun(status="output_limit"), PY, "stdio", "3\n")[0] == "output_limit_exceeded"
     killed = TestRun(status="signaled", signal=signal.SIGKILL, oom=True)
     assert classify(killed, PY, "stdio", "3\n")[0] == "memory_limit_exceeded"
-    memerr = TestRun(status="exited", exit_code=1, stderr=b"Traceback...\nMemoryError\n")
+    memerr = TestRun(
+        status="exited", exit_code=1, stderr=b"Traceback (most recent call last):\n  File x\nMemoryError\n"
+    )
     assert classify(memerr, PY, "stdio", "3\n")[0] == "memory_limit_exceeded"
+    printed = TestRun(status="exited", exit_code=1, stderr=b"MemoryError\nbye\n")
+    assert classify(printed, PY, "stdio", "3\n")[0] == "runtime_error"
+    caught = TestRun(status="exited", exit_code=3, stderr=b"MemoryError\n")
+    bare = TestRun(status="exited", exit_code=1, stderr=b"MemoryError\n")  # print(...); exit(1)
+    assert classify(bare, PY, "stdio", "3\n")[0] == "runtime_error"
+    assert classify(caught, PY, "stdio", "3\n")[0] == "runtime_error"
+    peak = TestRun(status="exited", exit_code=0, stdout=b"3\n", max_rss_kb=270 << 10, memory_exceeded=True)
+    assert classify(peak, PY, "stdio", "3\n")[0] == "memory_limit_exceeded"
+    self_xcpu = TestRun(status="signaled", signal=signal.SIGXCPU, cpu_s=0.01, cpu_limit_s=3)
+    assert classify(self_xcpu, PY, "stdio", "3\n")[0] == "runtime_error"
+    limit_xcpu = TestRun(status="signaled", signal=signal.SIGXCPU, cpu_s=3.0, cpu_limit_s=3)
+    assert classify(limit_xcpu, PY, "stdio", "3\n")[0] == "time_limit_exceeded"
+    big_result = TestRun(status="result_limit", exit_code=None)
+    assert classify(big_result, PY, "function", 1)[0] == "output_limit_exceeded"
     bad_alloc = TestRun(status="signaled", signal=signal.SIGABRT, stderr=b"what():  std::bad_alloc\n")
     assert classify(bad_alloc, CPP, "stdio", "3\n")[0] == "memory_limit_exceeded"
     segv = TestRun(status="signaled", signal=signal.SIGSEGV)
@@ -187,3 +338,18 @@ async def test_unreachable_docker_is_an_error_not_a_zero() -> None:
             await verifier.check_group([example["response"]], prepared, CodeOptions(), {})
     finally:
         await pool.close()
+
+
+async def test_a_full_queue_fails_fast_with_a_clear_reason() -> None:
+    pool = SandboxPool(SandboxSettings(max_parallel=1, max_queued=1, retry_interval_s=60))
+    limits = Limits.from_settings(pool.settings)
+    job = Job(PY, "stdio", b"print(1)", (TestInput(),), limits)
+    await pool._running_sem.acquire()  # the only run slot is busy
+    waiting = asyncio.create_task(pool.run(job))  # queued
+    await asyncio.sleep(0.05)
+    with pytest.raises(SandboxUnavailable, match="sandbox overloaded"):
+        await pool.run(job)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert pool._queued == 0

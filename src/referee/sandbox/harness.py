@@ -8,11 +8,13 @@ result pipe on fd 4. It loads the candidate (module name `solution`, so an
   as plain JSON (tuples become lists; anything else that is not a JSON value fails). The judge
   compares outside the container: the candidate's __eq__ is never called and the expected
   value never enters the sandbox.
-- assert: the judge has split each assert into the expressions to evaluate here (e.g. the
-  `f(x)` of `assert f(x) == 3`) and the comparison it performs itself. Values come back in a
-  type-tagged form that keeps Python's equality semantics (tuple vs list, sets, int vs float)
-  without trusting any method of a candidate-defined class (those come back as opaque).
-  An AssertionError raised while evaluating is reported as such (wrong_answer).
+- assert: the judge has split each assert into the candidate's own expressions (the `f(x)`
+  of `assert abs(f(x) - 3) < 1e-6`), evaluated here in order, and the rest of the check, which
+  it evaluates itself on the values returned. Values come back type-tagged (tuple vs list,
+  sets, int vs float) without trusting any method of a candidate-defined class (those come
+  back as opaque); generators/iterators are materialised. An exception raised by one
+  expression is reported for that expression: the judge decides whether the check needed it
+  (`f(1) == 1 and f(2) == 2` skips f(2) when f(1) != 1, as Python would).
 
 Writing the result is the proof that the test ran: a program that exits early (sys.exit(0),
 os._exit(0)) leaves no result and gets wrong_answer. Any other exception propagates, so the
@@ -27,6 +29,25 @@ import types
 
 SOURCE = "/work/sol.py"
 MAX_DEPTH = 100
+MAX_ITEMS = 1 << 20
+# Exact types only: what Python's own iterators are; materialised so the judge can list() them.
+ITERATOR_TYPES = frozenset(
+    {
+        types.GeneratorType,
+        map,
+        filter,
+        zip,
+        enumerate,
+        reversed,
+        type(iter([])),
+        type(iter(())),
+        type(iter("")),
+        type(iter(range(0))),
+        type({}.keys()),
+        type({}.values()),
+        type({}.items()),
+    }
+)
 
 
 def read_spec():
@@ -57,6 +78,15 @@ def tagged(value, depth=0):
     kind = type(value)
     if depth > MAX_DEPTH:
         return {"t": "object", "type": "(nested too deep)"}
+    if kind is range:
+        return {"t": "range", "start": value.start, "stop": value.stop, "step": value.step}
+    if kind in ITERATOR_TYPES:
+        items: list = []
+        for item in value:  # may run candidate code (a generator): exceptions propagate
+            if len(items) >= MAX_ITEMS:
+                return {"t": "object", "type": "(iterator too long)"}
+            items.append(tagged(item, depth + 1))
+        return {"t": "iter", "v": items}
     try:
         if value is None:
             return {"t": "none"}
@@ -88,6 +118,32 @@ def tagged(value, depth=0):
     except (TypeError, ValueError):
         pass
     return {"t": "object", "type": getattr(kind, "__qualname__", "?")}
+
+
+def raised(exc):
+    """How an exception of one assert expression is reported (never its traceback objects)."""
+    if isinstance(exc, AssertionError):
+        name = "AssertionError"
+    else:
+        try:
+            name = str(type.__dict__["__name__"].__get__(type(exc)))
+        except Exception:
+            name = "Exception"
+    try:
+        message = str.__str__(str(exc))[:200]
+    except Exception:
+        message = ""
+    return {"t": "raised", "type": name, "message": message}
+
+
+def evaluate(expr, namespace):
+    try:
+        value = eval(compile(expr, "<test>", "eval"), namespace)  # safe: sandbox only  # noqa: S307
+        return tagged(value)
+    except MemoryError:
+        raise  # memory_limit_exceeded: the process dies with the MemoryError traceback
+    except Exception as exc:
+        return raised(exc)
 
 
 def load_candidate():
@@ -123,11 +179,7 @@ def main():
         try:
             if spec.get("setup"):
                 exec(compile(spec["setup"], "<tests>", "exec"), namespace)  # safe: sandbox only  # noqa: S102
-            values = [
-                tagged(eval(compile(expr, "<test>", "eval"), namespace))  # safe: sandbox only  # noqa: S307
-                for expr in spec["exprs"]
-            ]
-            payload = {"values": values}
+            payload = {"values": [evaluate(expr, namespace) for expr in spec["exprs"]]}
         except AssertionError as exc:
             payload = {"assertion_error": str(exc)[:500]}
     for stream in (sys.stdout, sys.stderr):

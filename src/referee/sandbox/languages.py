@@ -7,6 +7,7 @@ to the in-container supervisor with every submission. Commands run in the work d
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 
 # The harness that runs one `function` / `assert` test of a Python program (see harness.py);
@@ -35,6 +36,14 @@ class Language:
     # Failure markers at the end of stderr that mean "ran out of memory" when the main process
     # failed: a MemoryError traceback, std::bad_alloc's terminate message.
     memory_markers: tuple[bytes, ...] = ()
+    # The stricter form the `code` verifier uses: a regex the LAST non-empty stderr line must
+    # match in full (an uncaught MemoryError's final traceback line, bad_alloc's `what()`), so
+    # a program that merely prints "MemoryError" and exits 1 is a runtime error.
+    memory_error_line: bytes | None = None
+    # ... and the signal the failure must have ended with (None: a non-zero exit).
+    memory_error_signal: int | None = None
+    # ... and a line that must come before it (Python's traceback header).
+    memory_error_after: bytes | None = None
 
 
 LANGUAGES: dict[str, Language] = {
@@ -51,6 +60,8 @@ LANGUAGES: dict[str, Language] = {
             harness=PYTHON_HARNESS,
             formats=frozenset({"stdio", "function", "assert"}),
             memory_markers=(b"MemoryError",),
+            memory_error_line=rb"MemoryError(: .*)?",
+            memory_error_after=b"Traceback (most recent call last):",
         ),
         Language(
             name="c",
@@ -70,6 +81,8 @@ LANGUAGES: dict[str, Language] = {
             artifacts=("sol",),
             run=("./sol",),
             memory_markers=(b"std::bad_alloc",),
+            memory_error_line=rb"\s*what\(\):\s+std::bad_alloc",
+            memory_error_signal=signal.SIGABRT,
         ),
     )
 }

@@ -28,6 +28,9 @@ class Limits:
     compile_timeout_s: float
     open_files: int = 256
     file_size_mb: int = 64
+    # The function/assert result channel: its own cap, so a large return value is judged
+    # (not truncated into a wrong answer); over it the test is output_limit_exceeded.
+    result_bytes: int = 16 << 20
 
     @classmethod
     def from_settings(cls, settings: SandboxSettings) -> Limits:
@@ -39,6 +42,7 @@ class Limits:
             compile_timeout_s=settings.compile_timeout_s,
             open_files=settings.open_files,
             file_size_mb=settings.file_size_limit_mb,
+            result_bytes=settings.result_limit_bytes,
         )
 
 

@@ -34,6 +34,20 @@ log = structlog.get_logger(__name__)
 # Slack on top of the limits before the host gives up on a supervisor (kills, pipes, transfer).
 PER_TEST_SLACK_S = 3.0
 MAX_TEST_ATTEMPTS = 2
+# Output kept per test once it has been judged (for the verdict's details).
+KEPT_BYTES = 512
+
+
+def _finish_test(job: Job, index: int, msg: dict[str, Any]) -> TestRun:
+    """One test's TestRun; judged at once when the job has a judge, after which only a short
+    prefix of its output is kept (a group holds at most one test's full output at a time)."""
+    run = TestRun.from_message(msg)
+    if run.tampered:
+        run.status, run.note = "lost", "the program tampered with the sandbox supervisor"
+    if job.judge is not None:
+        run.verdict = job.judge(index, run)
+        run.stdout, run.stderr, run.result = run.stdout[:KEPT_BYTES], run.stderr[-KEPT_BYTES:], None
+    return run
 
 
 class SandboxPool:
@@ -226,6 +240,10 @@ class SandboxPool:
         """Run every test of one submission; raise SandboxUnavailable on infrastructure failure."""
         if not self.settings.enabled:
             raise SandboxUnavailable(self._reason)
+        if self._queued >= self.settings.max_queued:
+            raise SandboxUnavailable(
+                f"sandbox overloaded: {self._queued} submissions already waiting (max_queued)"
+            )
         self._queued += 1
         self._changed.set()
         try:
@@ -300,10 +318,11 @@ class SandboxPool:
                 result.compile_output = str(msg.get("output", ""))
                 result.compile_time_s = float(msg.get("time_s") or 0.0)
             elif kind == "test":
-                run = TestRun.from_message(msg)
-                if run.tampered:
-                    run.status, run.note = "lost", "the program tampered with the sandbox supervisor"
-                result.tests[int(msg["index"])] = run
+                index = int(msg["index"])
+                if job.judge is not None:  # decode + judge (up to MBs of output) off the event loop
+                    result.tests[index] = await asyncio.to_thread(_finish_test, job, index, msg)
+                else:
+                    result.tests[index] = _finish_test(job, index, msg)
             elif kind == "done":
                 return True
             elif kind == "error":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -33,6 +34,9 @@ class Job:
     source: bytes
     tests: tuple[TestInput, ...]
     limits: Limits
+    # Judges one finished test as soon as it arrives, in a worker thread: (verdict, reason).
+    # With it, the pool keeps only a short prefix of each test's output (not MAX_TESTS x cap).
+    judge: Callable[[int, TestRun], tuple[str, str | None]] | None = None
 
 
 @dataclass(slots=True)
@@ -41,11 +45,15 @@ class TestRun:
 
     __test__: ClassVar[bool] = False
 
-    status: str  # exited | signaled | timeout | output_limit | lost
+    status: str  # exited | signaled | timeout | output_limit | result_limit | lost
     exit_code: int | None = None
     signal: int | None = None
     time_s: float = 0.0
-    max_rss_kb: int | None = None
+    max_rss_kb: int | None = None  # the largest peak RSS of any process of the test
+    tree_peak_kb: int | None = None  # the tree's peak from the memory cgroup, when measurable
+    memory_exceeded: bool = False  # one of the two peaks went over the memory limit
+    cpu_s: float | None = None
+    cpu_limit_s: float | None = None
     oom: bool = False
     stdout: bytes = b""
     stdout_bytes: int = 0
@@ -54,6 +62,7 @@ class TestRun:
     tampered: bool = False
     clean: bool = True
     note: str | None = None
+    verdict: tuple[str, str | None] | None = None  # set when the job's judge already ran
 
     @classmethod
     def from_message(cls, msg: dict[str, Any]) -> TestRun:
@@ -64,6 +73,10 @@ class TestRun:
             signal=msg.get("signal"),
             time_s=float(msg.get("time_s") or 0.0),
             max_rss_kb=msg.get("max_rss_kb"),
+            tree_peak_kb=msg.get("tree_peak_kb"),
+            memory_exceeded=bool(msg.get("memory_exceeded")),
+            cpu_s=msg.get("cpu_s"),
+            cpu_limit_s=msg.get("cpu_limit_s"),
             oom=bool(msg.get("oom")),
             stdout=base64.b64decode(msg.get("stdout") or ""),
             stdout_bytes=int(msg.get("stdout_bytes") or 0),
@@ -106,6 +119,8 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
         "time_s": lim.time_s,
         "compile_timeout_s": lim.compile_timeout_s,
         "stdout_bytes": lim.stdout_bytes,
+        "result_bytes": lim.result_bytes,
+        "memory_mb": lim.memory_mb,
         "stderr_bytes": lim.stderr_bytes,
         "open_files": lim.open_files,
         "file_size_mb": lim.file_size_mb,

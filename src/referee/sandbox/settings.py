@@ -47,11 +47,15 @@ class SandboxSettings(BaseSettings):
     start_timeout_s: float = 30.0
     acquire_timeout_s: float = 60.0
     retry_interval_s: float = 5.0
+    # Submissions waiting for a run slot; beyond this, new ones fail at once ("sandbox
+    # overloaded", status error) instead of piling up in memory.
+    max_queued: int = Field(default=1024, ge=1)
 
     time_limit_s: float = 2.0
     memory_limit_mb: int = 256
     max_processes: int = 64
     stdout_limit_bytes: int = 1 << 20
+    result_limit_bytes: int = Field(default=16 << 20, ge=1 << 16, le=256 << 20)
     stderr_keep_bytes: int = 64 << 10
     compile_timeout_s: float = 10.0
     # The supervisor (a small Python process) shares the container's memory cgroup with the

@@ -36,6 +36,11 @@ import time
 WORK = "/work"
 SCRATCH = ("/work", "/tmp")
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+# The container's memory cgroup (v1 names, then v2): its peak cannot be reset from inside
+# (read-only), but a peak that rose during a test was reached during that test.
+CGROUP_PEAK = ("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", "/sys/fs/cgroup/memory.peak")
+CGROUP_USAGE = ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory.current")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 STDERR_TAIL = 4096
 CHUNK = 65536
 REAP_GRACE_S = 3.0
@@ -68,6 +73,24 @@ def read_oom_kills():
     return None
 
 
+def read_int(paths):
+    for path in paths:
+        try:
+            with open(path) as handle:
+                return int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+def self_rss_kb():
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE_KB
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def self_state():
     """What a same-uid process could change about PID 1 from outside (see module doc)."""
     limits = tuple(resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_"))
@@ -84,6 +107,10 @@ class Supervisor:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_IGN)
         self.baseline = self_state()
+        self.peak_rss_kb = 0  # max ru_maxrss of every process reaped during the current run
+
+    def note_rusage(self, rusage):
+        self.peak_rss_kb = max(self.peak_rss_kb, rusage.ru_maxrss)
 
     # -- process control -------------------------------------------------------------------
 
@@ -98,11 +125,12 @@ class Supervisor:
                 os.kill(-1, signal.SIGKILL)
             while True:
                 try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                    pid, _, rusage = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
                     return True
                 if pid == 0:
                     break
+                self.note_rusage(rusage)
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.002)
@@ -136,7 +164,7 @@ class Supervisor:
                 os.write(2, f"sandbox: cannot start {argv[0]}: {exc!r}\n".encode())
         os._exit(127)
 
-    def run(self, argv, env, limits, stdin_data, timeout_s, out_cap, err_keep, spec=None):
+    def run(self, argv, env, limits, stdin_data, timeout_s, out_cap, err_keep, spec=None, result_cap=None):
         """Run one child to completion; return the raw facts of how it ended."""
         pipes: list[int] = []
 
@@ -155,6 +183,9 @@ class Supervisor:
             res_r, res_w = mkpipe()
             extra = [spec_r, res_w]
         oom_before = read_oom_kills()
+        self.peak_rss_kb = 0
+        sup_rss_before = self_rss_kb()
+        cg_peak_before, cg_usage_before = read_int(CGROUP_PEAK), read_int(CGROUP_USAGE)
         started = time.monotonic()
         pid = self.spawn(argv, env, limits, in_r, out_w, err_w, extra)
         for fd in (in_r, out_w, err_w, *extra):
@@ -164,7 +195,7 @@ class Supervisor:
         caps = {out_r: out_cap, err_r: None}
         if res_r is not None:
             outputs[res_r] = bytearray()
-            caps[res_r] = out_cap
+            caps[res_r] = result_cap or out_cap
         for fd in outputs:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ)
@@ -200,7 +231,7 @@ class Supervisor:
                         del buf[:-err_keep]
                 elif len(buf) > cap:
                     del buf[cap + 1 :]
-                    over = over or "output_limit"
+                    over = over or ("result_limit" if fd == res_r else "output_limit")
                     return True
 
         def reap():
@@ -212,6 +243,7 @@ class Supervisor:
                     return
                 if got == 0:
                     return
+                self.note_rusage(ru)
                 if got == pid:
                     status, rusage, ended = st, ru, time.monotonic()
 
@@ -256,13 +288,24 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 os.close(fd)
         oom_after = read_oom_kills()
+        cg_peak_after = read_int(CGROUP_PEAK)
+        tree_peak_kb = None
+        if None not in (cg_peak_before, cg_usage_before, cg_peak_after) and cg_peak_after > cg_peak_before:
+            # The container's peak rose during this test: the test's tree peak is that peak
+            # minus what was charged before it started, minus what this supervisor itself
+            # grew by (its output buffers). Both subtractions can only under-estimate.
+            grown = max(0, self_rss_kb() - sup_rss_before)
+            tree_peak_kb = max(0, (cg_peak_after - cg_usage_before) // 1024 - grown)
+        cpu_s = rusage.ru_utime + rusage.ru_stime if rusage is not None else None
         elapsed = (ended or time.monotonic()) - started
         result = {
             "status": over or ("signaled" if status is not None and os.WIFSIGNALED(status) else "exited"),
             "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
             "time_s": round(elapsed, 6),
-            "max_rss_kb": rusage.ru_maxrss if rusage is not None else None,
+            "max_rss_kb": self.peak_rss_kb or (rusage.ru_maxrss if rusage is not None else None),
+            "tree_peak_kb": tree_peak_kb,
+            "cpu_s": round(cpu_s, 6) if cpu_s is not None else None,
             "oom": bool(oom_before is not None and oom_after is not None and oom_after > oom_before),
             "stdout": b64(outputs[out_r][:out_cap]),
             "stdout_bytes": len(outputs[out_r]),
@@ -270,7 +313,7 @@ class Supervisor:
             "clean": clean,
         }
         if res_r is not None:
-            result["result"] = b64(outputs[res_r][:out_cap])
+            result["result"] = b64(outputs[res_r][: result_cap or out_cap])
         return result
 
     # -- work dir --------------------------------------------------------------------------
@@ -387,8 +430,13 @@ def main():
             req["stdout_bytes"],
             req["stderr_bytes"],
             spec=spec,
+            result_cap=req.get("result_bytes"),
         )
         res["tampered"] = self_state() != sup.baseline
+        limit_kb = req.get("memory_mb", 0) << 10
+        peaks = [p for p in (res["max_rss_kb"], res["tree_peak_kb"]) if p is not None]
+        res["memory_exceeded"] = bool(limit_kb and peaks and max(peaks) > limit_kb)
+        res["cpu_limit_s"] = int(req["time_s"]) + 1  # child_limits' RLIMIT_CPU soft limit
         send({"type": "test", "index": index, **res})
         if res["tampered"] or not res["clean"]:
             return 3  # this container can no longer be trusted: the host re-runs the rest

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,13 @@ class CodeReference(BaseModel):
                 planned = judge.plan_asserts(self.tests)
             except SyntaxError as exc:
                 raise ValueError(f"assert tests do not parse: {exc}") from None
+            except judge.UnsupportedAssert as exc:
+                raise ValueError(
+                    f"unsupported assert ({exc}); supported: calls of the program's functions, "
+                    "literals, comparisons, and/or/not, arithmetic, subscripts and abs, round, len, "
+                    "sorted, set, frozenset, list, tuple, dict, sum, min, max, all, any, int, float, "
+                    "str, bool, reversed, isinstance, math.isclose/sqrt/fabs/floor/ceil"
+                ) from None
             if not planned:
                 raise ValueError("assert tests contain no assert statement")
             count = len(planned)
@@ -116,6 +124,30 @@ def extract_program(response: str, language: Language, how: str) -> str:
     return blocks[-1][1] if blocks else text
 
 
+def _memory_error(run: TestRun, language: Language) -> bool:
+    """The program died of its language's out-of-memory failure: the final stderr line is the
+    uncaught error's own (not just any mention of it) and the process ended as that failure does."""
+    if language.memory_error_line is None:
+        return False
+    if language.memory_error_signal is not None:
+        if run.signal != language.memory_error_signal:
+            return False
+    elif run.status != "exited" or run.exit_code != 1:  # an uncaught Python exception exits 1
+        return False
+    lines = [line.rstrip() for line in run.stderr[-4096:].splitlines() if line.strip()]
+    if not lines or re.fullmatch(language.memory_error_line, lines[-1]) is None:
+        return False
+    header = language.memory_error_after
+    return header is None or any(line.startswith(header) for line in lines[:-1])
+
+
+def _cpu_limit_kill(run: TestRun) -> bool:
+    """SIGXCPU sent by the kernel at the CPU-time limit, not by the program to itself."""
+    if run.signal != signal.SIGXCPU or run.cpu_s is None or run.cpu_limit_s is None:
+        return False
+    return run.cpu_s >= run.cpu_limit_s - 0.05
+
+
 def classify(run: TestRun | None, language: Language, mode: str, expected: Any) -> tuple[str, str | None]:
     """The verdict of one test from how its process ended and what it produced."""
     if run is None:
@@ -126,12 +158,16 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
         return "time_limit_exceeded", None
     if run.status == "output_limit":
         return "output_limit_exceeded", None
+    if run.status == "result_limit":
+        return "output_limit_exceeded", "the function's result is larger than the result channel's cap"
+    if run.memory_exceeded:
+        peak = max(p for p in (run.max_rss_kb, run.tree_peak_kb, 0) if p is not None)
+        return "memory_limit_exceeded", f"peak memory {peak // 1024} MB"
     failed = run.status == "signaled" or run.exit_code != 0
     if failed:
-        tail = run.stderr[-4096:]
-        if run.oom or any(marker in tail for marker in language.memory_markers):
+        if run.oom or _memory_error(run, language):
             return "memory_limit_exceeded", None
-        if run.signal == signal.SIGXCPU:
+        if _cpu_limit_kill(run):
             return "time_limit_exceeded", None
         if run.signal is not None:
             return "runtime_error", f"killed by {signal.Signals(run.signal).name}"
@@ -145,10 +181,24 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
     if not isinstance(payload, dict):
         return "wrong_answer", "the program exited before the function was called"
     if not payload.get("ok"):
-        return "wrong_answer", f"return value is not plain JSON: {payload.get('error')}"
-    if judge.values_equal(payload.get("value"), expected):
+        return "wrong_answer", f"return value is not plain JSON: {str(payload.get('error'))[:200]}"
+    try:
+        equal = judge.values_equal(payload.get("value"), expected)
+    except RecursionError:
+        return "wrong_answer", "the return value is nested too deeply"
+    if equal:
         return "accepted", None
     return "wrong_answer", f"returned {json.dumps(payload.get('value'))[:120]}"
+
+
+def classify_safely(
+    run: TestRun | None, language: Language, mode: str, expected: Any
+) -> tuple[str, str | None]:
+    """classify(), never raising: whatever the candidate produced only decides its own test."""
+    try:
+        return classify(run, language, mode, expected)
+    except Exception as exc:
+        return "runtime_error", f"the judge could not evaluate the result: {type(exc).__name__}"
 
 
 def _shown(data: bytes) -> str:
@@ -216,6 +266,7 @@ class CodeVerifier(AsyncVerifier):
             compile_timeout_s=base.compile_timeout_s,
             open_files=base.open_files,
             file_size_mb=base.file_size_mb,
+            result_bytes=base.result_bytes,
         )
 
     def _check(self, run: RunResult, prep: Prepared, options: CodeOptions) -> Check:
@@ -227,7 +278,10 @@ class CodeVerifier(AsyncVerifier):
         else:
             verdicts = []
             for test_run, expected in zip(run.tests, prep.expected, strict=True):
-                verdict, why = classify(test_run, prep.language, prep.mode, expected)
+                if test_run is not None and test_run.verdict is not None:
+                    verdict, why = test_run.verdict  # judged by the pool as the test arrived
+                else:
+                    verdict, why = classify_safely(test_run, prep.language, prep.mode, expected)
                 verdicts.append(verdict)
                 entry: dict[str, Any] = {"verdict": verdict}
                 if why:
@@ -268,12 +322,16 @@ class CodeVerifier(AsyncVerifier):
                 reason="program too large",
                 details={"verdict": "compile_error", "passed": 0, "total": len(prep.inputs)},
             )
-        job = Job(prep.language, prep.mode, source, prep.inputs, self._limits(pool, options))
+
+        def judge_one(index: int, test_run: TestRun) -> tuple[str, str | None]:
+            return classify_safely(test_run, prep.language, prep.mode, prep.expected[index])
+
+        job = Job(prep.language, prep.mode, source, prep.inputs, self._limits(pool, options), judge=judge_one)
         try:
             run = await pool.run(job)
         except SandboxUnavailable as exc:
             return VerifierError(f"code sandbox unavailable: {exc}")
-        return self._check(run, prep, options)
+        return await asyncio.to_thread(self._check, run, prep, options)
 
     async def check_group(
         self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
@@ -285,7 +343,16 @@ class CodeVerifier(AsyncVerifier):
         if not healthy:
             raise VerifierError(f"code sandbox unavailable: {why}")
         opts = options if isinstance(options, CodeOptions) else CodeOptions.model_validate(options or {})
-        return list(await asyncio.gather(*(self._one(pool, r, prepared, opts) for r in responses)))
+        results = await asyncio.gather(
+            *(self._one(pool, r, prepared, opts) for r in responses), return_exceptions=True
+        )
+        # One response's failure never touches another's verdict.
+        return [
+            r
+            if isinstance(r, Check | VerifierError)
+            else VerifierError(f"code judge failed: {type(r).__name__}: {r}"[:300])
+            for r in results
+        ]
 
 
 VERIFIERS: list[type[Verifier]] = [CodeVerifier]

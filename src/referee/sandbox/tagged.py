@@ -1,0 +1,87 @@
+"""Decoding the harness's type-tagged values (candidate-controlled data) into plain Python.
+
+The harness encodes each value with `type()` and the built-in types' own methods, so a class
+that fakes __class__ or __eq__ comes back as `Opaque`. Everything here must survive a forged
+payload: any exception means "malformed", and sets/dicts are checked for hash flooding (many
+distinct values sharing one hash make building a set quadratic).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from typing import Any
+
+MAX_SAME_HASH = 64
+HASH_CHECK_FROM = 256
+
+
+class Opaque:
+    """A value the sandbox could not express as plain data (an instance of a candidate class).
+    It equals nothing and has no trusted truth value: a test that depends on it fails."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name} object>"
+
+
+class OpaqueValue(Exception):
+    pass
+
+
+class Iterated:
+    """A generator/iterator the harness materialised: iterable once more on the host (list(),
+    sorted(), sum() ... work), equal only to itself, like the iterator it stands for."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+
+    def __iter__(self) -> Any:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return "<iterator>"
+
+
+def check_hashes(items: list[Any]) -> list[Any]:
+    if len(items) >= HASH_CHECK_FROM:
+        counts = Counter(hash(x) for x in items)
+        if counts and max(counts.values()) > MAX_SAME_HASH:
+            raise ValueError("too many values with the same hash")
+    return items
+
+
+def decode_tagged(obj: Any) -> Any:
+    kind = obj.get("t")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return bool(obj["v"])
+    if kind == "int":
+        return int(obj["v"], 16)
+    if kind == "float":
+        return float.fromhex(obj["v"])
+    if kind == "complex":
+        return complex(float.fromhex(obj["re"]), float.fromhex(obj["im"]))
+    if kind == "str":
+        return str(obj["v"])
+    if kind in ("bytes", "bytearray"):
+        data = base64.b64decode(obj["v"])
+        return data if kind == "bytes" else bytearray(data)
+    if kind in ("list", "tuple"):
+        items = [decode_tagged(x) for x in obj["v"]]
+        return items if kind == "list" else tuple(items)
+    if kind in ("set", "frozenset"):
+        items = check_hashes([decode_tagged(x) for x in obj["v"]])
+        return set(items) if kind == "set" else frozenset(items)
+    if kind == "dict":
+        pairs = [(decode_tagged(k), decode_tagged(v)) for k, v in obj["v"]]
+        check_hashes([k for k, _ in pairs])
+        return dict(pairs)
+    if kind == "range":
+        return range(int(obj["start"]), int(obj["stop"]), int(obj["step"]))
+    if kind == "iter":
+        return Iterated([decode_tagged(x) for x in obj["v"]])
+    return Opaque(str(obj.get("type", "?"))[:100])
