@@ -1,4 +1,5 @@
-"""Evaluation of a parse tree: exact rationals, or numbers at 320 bits at one sample point.
+"""Numeric evaluation of a parse tree at one sample point, at 320 or 1024 bits (exact
+rationals are in `_exact`).
 
 Every operation that could run away is guarded *before* it runs: integer powers and
 factorials by the size of their result, trigonometric/exponential functions by the size of
@@ -11,141 +12,118 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import mpmath
 
+from referee.verifiers.math._exact import TRIG
 from referee.verifiers.math._tree import Node
 
 PREC = 320
-CTX = mpmath.MPContext()  # private context: never touch the process-wide mpmath precision
+CTX = mpmath.MPContext()  # private contexts: never touch the process-wide mpmath precision
 CTX.prec = PREC
-REL_TOL = CTX.mpf(2) ** -200
-ABS_TOL = CTX.mpf(2) ** -230
-MAX_EXACT_BITS = 200_000  # exact rationals larger than this go numeric
+# A comparison that cannot be settled at 320 bits (a value near 0, cancellation, a term
+# smaller than the working precision) is redone at 1024 bits; see `_numeric.same_value`.
+CTX_HIGH = mpmath.MPContext()
+CTX_HIGH.prec = 1024
+CONTEXTS = (CTX, CTX_HIGH)
+# Per level: two values agree when they differ by less than 2^-REL_BITS relative. A sum term
+# smaller than 2^-(REL_BITS - 8) of the largest term would be (nearly) lost in that test, so
+# the evaluation is marked imprecise: `\pi + 10^{-400}` must not pass for `\pi`.
+REL_BITS = (300, 1000)
 MAX_MAG = 2**36  # log2 of the largest magnitude evaluated numerically
 MAX_PERIODIC_MAG = 1000  # log2 of the largest argument of sin/cos/tan (argument reduction cost)
-POINTS = 3  # random points for expressions with free symbols
+POINT_BITS = 40  # sample values are integers / 2^40: exactly the same number at every precision
+# Sample points for free symbols, as (sign, low, high) of the value. Both signs, magnitudes
+# below and above 1 (away from 0 and +-1, where distinct expressions often meet): `|x|` vs `x`,
+# `\sqrt{x^2}` vs `x`, `\ln(x^2)` vs `2\ln x` differ at a negative point. Sign 0: each symbol
+# draws its own sign, so `\sqrt{x}\sqrt{y}` meets x, y of opposite signs. No complex point:
+# answers' variables are real, and `|x|^2 = x^2` holds there but not for complex x.
+_POINTS = (
+    (1, 0.35, 0.85),
+    (-1, 1.2, 2.6),
+    (1, 1.2, 6.5),
+    (-1, 0.35, 0.85),
+    (0, 0.3, 3.0),
+)
+POINTS = len(_POINTS)
 
 
 class DomainError(ArithmeticError):
     """The expression has no finite value here (division by zero, log 0, a tuple...)."""
 
 
-_LOW, _WIDTH = CTX.mpf(35) / 100, CTX.mpf(13) / 10
-
-
 @functools.lru_cache(maxsize=4096)
-def _point_value(name: str, index: int) -> Any:
+def _point_value(name: str, index: int) -> int:
+    """The value of symbol `name` at point `index`, times 2^POINT_BITS."""
     # Stable across processes (unlike hash()): the same symbol gets the same value everywhere.
-    # Values in (0.35, 1.65): positive (the usual domain of answers' variables), away from 0/1.
-    digest = hashlib.blake2b(f"{name}|{index}".encode(), digest_size=8).digest()
-    return _LOW + CTX.mpf(int.from_bytes(digest, "big")) / 2**64 * _WIDTH
+    digest = int.from_bytes(hashlib.blake2b(f"{name}|{index}".encode(), digest_size=8).digest(), "big")
+    sign, low, high = _POINTS[index % POINTS]
+    if sign == 0:
+        sign = 1 if digest & 1 else -1
+    unit = 1 << POINT_BITS
+    mantissa = int(low * unit) + (digest >> 1) % int((high - low) * unit)
+    return sign * mantissa
 
 
-def _opaque(node: Node) -> Any:
+def _opaque(node: Node, ctx: Any) -> Any:
     # Consistent within the process, which is all a comparison needs (gold and response are
-    # compared in the same process).
-    return 1 + CTX.mpf(hash(node) % (1 << 52)) / (1 << 52)
+    # compared in the same process); dyadic, so the same at every precision.
+    return 1 + ctx.ldexp(hash(node) % (1 << 52), -52)
 
 
-def _too_big(value: Fraction) -> bool:
-    return value.numerator.bit_length() > MAX_EXACT_BITS or value.denominator.bit_length() > MAX_EXACT_BITS
-
-
-def exact_value(node: Node) -> Fraction | None:
-    """The exact rational value, or None when irrational, symbolic or too large."""
-    tag = node[0]
-    try:
-        if tag == "n":
-            return node[1]
-        if tag == "+":
-            total = Fraction(0)
-            for child in node[1:]:
-                v = exact_value(child)
-                if v is None:
-                    return None
-                total += v
-            return None if _too_big(total) else total
-        if tag == "*":
-            prod = Fraction(1)
-            for child in node[1:]:
-                v = exact_value(child)
-                if v is None:
-                    return None
-                prod *= v
-                if _too_big(prod):
-                    return None
-            return prod
-        if tag == "neg":
-            v = exact_value(node[1])
-            return None if v is None else -v
-        if tag == "/":
-            a, b = exact_value(node[1]), exact_value(node[2])
-            if a is None or b is None or b == 0:
-                return None
-            q = a / b
-            return None if _too_big(q) else q
-        if tag == "%":
-            v = exact_value(node[1])
-            return None if v is None else v / 100
-        if tag == "^":
-            base, exp = exact_value(node[1]), exact_value(node[2])
-            if base is None or exp is None or exp.denominator != 1:
-                return None
-            n = exp.numerator
-            if base == 0:
-                return None if n < 0 else Fraction(int(n == 0))
-            if abs(base) == 1:
-                return base**n
-            bits = max(base.numerator.bit_length(), base.denominator.bit_length())
-            if abs(n) * bits > MAX_EXACT_BITS:
-                return None
-            return base**n
-        if tag == "!":
-            v = exact_value(node[1])
-            if v is None or v.denominator != 1 or not 0 <= v <= 2000:
-                return None
-            return Fraction(math.factorial(int(v)))
-        if tag == "binom":
-            n_, k_ = exact_value(node[1]), exact_value(node[2])
-            if n_ is None or k_ is None or n_.denominator != 1 or k_.denominator != 1:
-                return None
-            n, k = int(n_), int(k_)
-            if not 0 <= n <= 100_000 or min(k, n - k) > 5000:
-                return None
-            return Fraction(math.comb(n, k)) if 0 <= k <= n else Fraction(0)
-        if tag == "base":
-            return Fraction(int(node[1], node[2]))
-    except ValueError:
-        return None
-    return None
+def _odd_bits(n: int) -> int:
+    """Bits of the odd part of n (a power of two costs no precision)."""
+    n = abs(n)
+    return (n >> ((n & -n).bit_length() - 1)).bit_length() if n else 0
 
 
 class Evaluator:
-    """Numeric evaluation of one tree at one point (symbol values) and one ± sign."""
+    """Numeric evaluation of one tree at one point (symbol values) in one context (precision).
 
-    def __init__(self, point: int, exact: Callable[[Node], Fraction | None]) -> None:
+    `imprecise` is set when a term was too small against the others to be seen at this
+    precision (`1 + 10^{-400}`, `e^{10^{-400}}`): the value cannot tell such a perturbation from
+    none, so a comparison must not conclude from it.
+    """
+
+    def __init__(self, point: int, exact: Callable[[Node], Fraction | None], ctx: Any = CTX) -> None:
         self.point = point
         self.exact = exact
+        self.ctx = ctx
+        self.imprecise = False
+        self.lost_bits = REL_BITS[CONTEXTS.index(ctx)] - 8
+
+    def _check_lost(self, small: Any, big_mag: int) -> None:
+        if small != 0 and self.ctx.mag(small) < big_mag - self.lost_bits:
+            self.imprecise = True
+
+    def _rational(self, q: Fraction) -> Any:
+        """A literal as a number. Two rationals of k significant bits each differ by at least
+        about 2^-2k relative, so literals of up to lost_bits/2 bits stay distinct after rounding;
+        a longer one (`1.000...0001`, 400 zeros) may round onto a simpler number: imprecise."""
+        num, den = _odd_bits(q.numerator), _odd_bits(q.denominator)
+        exact = den <= 1 and num <= self.ctx.prec
+        if not exact and max(num, den) > self.lost_bits // 2:
+            self.imprecise = True
+        return self.ctx.mpf(q.numerator) / q.denominator
 
     def ev(self, node: Node) -> Any:
         tag = node[0]
-        ctx = CTX
+        ctx = self.ctx
         if tag == "n":
-            return ctx.mpf(node[1].numerator) / node[1].denominator
+            return self._rational(node[1])
         if tag == "s":
-            return _point_value(node[1], self.point)
+            return ctx.ldexp(_point_value(node[1], self.point), -POINT_BITS)
         if tag == "c":
             return {"pi": ctx.pi, "e": ctx.e, "i": ctx.j}[node[1]]
         if tag == "+":
-            total = ctx.mpf(0)
-            for child in node[1:]:
-                total += self.ev(child)
-            return total
+            terms = [self.ev(child) for child in node[1:]]
+            biggest = max(ctx.mag(t) for t in terms)
+            for term in terms:
+                self._check_lost(term, biggest)
+            return ctx.fsum(terms)
         if tag == "*":
             prod = ctx.mpf(1)
             for child in node[1:]:
@@ -163,6 +141,9 @@ class Evaluator:
         if tag == "^":
             return self._power(node)
         if tag == "f":
+            exact = self.exact(node) if node[1] in TRIG else None
+            if exact is not None:
+                return ctx.mpf(exact.numerator) / exact.denominator
             return self._function(node)
         if tag == "log":
             base = self.ev(node[1])
@@ -177,14 +158,14 @@ class Evaluator:
         if tag == "binom":
             n, k = self.ev(node[1]), self.ev(node[2])
             if max(ctx.mag(n), ctx.mag(k)) > 36:
-                return _opaque(node)
+                return _opaque(node, ctx)
             return ctx.binomial(n, k)
         if tag == "base":
             return ctx.mpf(int(node[1], node[2]))
         raise DomainError(f"{tag} has no numeric value")
 
     def _power(self, node: Node) -> Any:
-        ctx = CTX
+        ctx = self.ctx
         base = self.ev(node[1])
         n = self.exact(node[2])
         if n is not None and n.denominator == 1:
@@ -194,19 +175,32 @@ class Evaluator:
                     raise DomainError("0 to a negative power")
                 return ctx.mpf(int(k == 0))
             if abs(k) * max(1, abs(ctx.mag(base))) > MAX_MAG:
-                return _opaque(node)
+                return _opaque(node, ctx)
             return base**k
+        if n is not None and n.denominator % 2 == 1 and ctx.im(base) == 0 and ctx.re(base) < 0:
+            # Odd denominator: the real root, as for `\sqrt[3]{x}`, so (-8)^{2/3} = 4.
+            if abs(n.numerator) > 10**6 or n.denominator > 10**6:
+                return _opaque(node, ctx)
+            root = -ctx.root(-ctx.re(base), n.denominator)
+            return self._power_of(root, n.numerator, node)
         exponent = self.ev(node[2])
         if base == 0:
             if ctx.re(exponent) > 0:
                 return ctx.mpf(0)
             raise DomainError("0 to a non-positive power")
         if ctx.mag(exponent) + max(1, abs(ctx.mag(base))).bit_length() > 36:
-            return _opaque(node)
+            return _opaque(node, ctx)
+        if exponent != 0 and ctx.mag(exponent) < -self.lost_bits // 2:
+            self._check_lost(exponent * ctx.ln(base), 0)  # 2^{10^{-400}}: 1 + a lost term
         return ctx.power(base, exponent)
 
+    def _power_of(self, base: Any, k: int, node: Node) -> Any:
+        if abs(k) * max(1, abs(self.ctx.mag(base))) > MAX_MAG:
+            return _opaque(node, self.ctx)
+        return base**k
+
     def _root(self, node: Node) -> Any:
-        ctx = CTX
+        ctx = self.ctx
         x = self.ev(node[1])
         index = self.exact(node[2])
         if index is None or index.denominator != 1 or index.numerator == 0 or abs(index.numerator) > 10**6:
@@ -217,27 +211,42 @@ class Evaluator:
         return ctx.root(x, k) if k > 0 else 1 / ctx.root(x, -k)
 
     def _factorial(self, node: Node) -> Any:
-        ctx = CTX
+        ctx = self.ctx
         x = self.ev(node[1])
         if ctx.im(x) != 0:
             raise DomainError("factorial of a complex number")
         x = ctx.re(x)
         if ctx.mag(x) > 36:
-            return _opaque(node)
+            return _opaque(node, ctx)
         if x < 0 and x == ctx.floor(x):
             raise DomainError("factorial of a negative integer")
         return ctx.factorial(x)
 
+    def _check_series(self, name: str, x: Any) -> None:
+        """Functions hide lost terms too: near 0, exp x = 1 + x and sin x = x(1 - x^2/6); far
+        out, tanh x = 1 - 2e^{-2x} and arctan x = pi/2 - 1/x. `\\frac{\\sin(10^{-300})}{10^{-300}}`
+        is not 1."""
+        ctx = self.ctx
+        if name in ("exp", "arccos"):
+            self._check_lost(x, 0)
+        elif name in ("cos", "cosh", "sec", "sin", "tan", "sinh", "tanh", "arcsin", "arctan"):
+            self._check_lost(x * x, 0)
+        if name in ("sinh", "cosh", "tanh") and abs(ctx.re(x)) * 3 > self.lost_bits:
+            self.imprecise = True  # e^{-2|x|} < 2^-lost_bits: 2|x| > lost_bits * ln 2
+        elif name == "arctan" and abs(x) > 1:
+            self._check_lost(1 / x, 0)
+
     def _function(self, node: Node) -> Any:
-        ctx = CTX
+        ctx = self.ctx
         name = node[1]
         x = self.ev(node[2])
         if name in ("sin", "cos", "tan", "cot", "sec", "csc") and ctx.mag(x) > MAX_PERIODIC_MAG:
-            return _opaque(node)
+            return _opaque(node, ctx)
         if name in ("exp", "sinh", "cosh", "tanh") and (
             ctx.mag(ctx.re(x)) > 36 or ctx.mag(ctx.im(x)) > MAX_PERIODIC_MAG
         ):
-            return _opaque(node)
+            return _opaque(node, ctx)
+        self._check_series(name, x)
         if name == "sqrt":
             return ctx.sqrt(x)
         if name == "ln":
@@ -252,7 +261,7 @@ class Evaluator:
             return ctx.floor(ctx.re(x)) if name == "floor" else ctx.ceil(ctx.re(x))
         if name in ("tan", "cot", "sec", "csc"):
             den = {"tan": ctx.cos, "cot": ctx.sin, "sec": ctx.cos, "csc": ctx.sin}[name](x)
-            if abs(den) <= ABS_TOL:
+            if den == 0 or ctx.mag(den) < -(ctx.prec * 7 // 10):  # at a pole (up to rounding)
                 raise DomainError("pole")
             num = {"tan": ctx.sin(x), "cot": ctx.cos(x), "sec": 1, "csc": 1}[name]
             return num / den

@@ -80,7 +80,10 @@ def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
     kept = [contents for _, _, contents in spans[start:]]
     if not kept[-1].strip():
         return _none("the final \\boxed{} is empty")
-    return Extracted([c for c in kept if c.strip()], "boxed")
+    # Identical boxes are one answer (kept at their last position): a completion repeating
+    # `\boxed{1}` 100k times must not be parsed 100k times.
+    distinct = dict.fromkeys(c for c in reversed(kept) if c.strip())
+    return Extracted(list(reversed(distinct)), "boxed")
 
 
 def _sentence_end(text: str) -> int:

@@ -3,8 +3,11 @@ numerics at pseudo-random points.
 
 Why not a CAS: equality of the expressions that appear as answers is decided reliably and
 cheaply by evaluating both sides exactly (Python `Fraction`) or, when irrational, at 320 bits
-with mpmath, and comparing to a relative 2^-200. A rounded decimal (3.1416 vs pi, 0.333333 vs
-1/3) differs by far more than that, so exactness (policy 5) falls out of the precision.
+with mpmath, and comparing to a relative 2^-300. A rounded decimal (3.1416 vs pi, 0.333333 vs
+1/3) or a planted perturbation (`\\pi + 10^{-70}`) differs by far more than that, so exactness
+(policy 5) falls out of the precision. There is no absolute tolerance: `e^{-1000}` is not 0.
+What 320 bits cannot settle (a side near 0, cancellation, a term below the precision) is
+redone at 1024 bits (`same_value`).
 
 How a tree is evaluated, and why that is bounded, is in `_evaluate`.
 """
@@ -16,17 +19,21 @@ from fractions import Fraction
 from typing import Any
 
 from referee.verifiers.math._evaluate import (
-    ABS_TOL,
+    CONTEXTS,
     CTX,
     POINTS,
-    REL_TOL,
+    REL_BITS,
     DomainError,
     Evaluator,
-    exact_value,
 )
+from referee.verifiers.math._exact import exact_value
 from referee.verifiers.math._tree import Node, contains_tag, free_symbols, infinity_sign
 
 _MISSING: Any = object()
+_REL = tuple(ctx.ldexp(1, -bits) for ctx, bits in zip(CONTEXTS, REL_BITS, strict=True))
+_NEAR = CTX.ldexp(1, -40)  # closer than this at 320 bits (or a side this small): look again
+# Rounding noise shrinks by ~2^-700 from 320 to 1024 bits; a real difference does not move.
+_SHRINK = CTX.ldexp(1, -256)
 
 
 class Expr:
@@ -38,7 +45,7 @@ class Expr:
         self.node = node
         self.symbols = free_symbols(node)
         self._exact: Any = _MISSING
-        self._values: dict[int, Any] = {}
+        self._values: dict[tuple[int, int], Any] = {}
 
     # Picklable without its caches (numbers of a private mpmath context do not pickle).
     def __getstate__(self) -> Node:
@@ -52,34 +59,72 @@ class Expr:
             self._exact = exact_value(self.node)
         return self._exact
 
-    def value(self, point: int) -> Any:
-        """Numeric value at a point; raises DomainError (cached too)."""
-        got = self._values.get(point, _MISSING)
+    def sample(self, point: int, level: int = 0) -> tuple[Any, bool]:
+        """(value, imprecise) at a point and precision level; raises DomainError (cached too)."""
+        got = self._values.get((point, level), _MISSING)
         if got is _MISSING:
+            ctx = CONTEXTS[level]
             try:
-                got = Evaluator(point, exact_value).ev(self.node)
-                if not CTX.isfinite(got):
-                    got = DomainError("not finite")
+                evaluator = Evaluator(point, exact_value, ctx)
+                value = evaluator.ev(self.node)
+                got = (value, evaluator.imprecise) if ctx.isfinite(value) else DomainError("not finite")
             except DomainError as exc:
                 got = exc
             except (ValueError, ZeroDivisionError, OverflowError, ArithmeticError) as exc:
                 got = DomainError(str(exc)[:80])
-            self._values[point] = got
+            self._values[(point, level)] = got
         if isinstance(got, DomainError):
             raise got
         return got
 
+    def value(self, point: int, level: int = 0) -> Any:
+        return self.sample(point, level)[0]
 
-def close(a: Any, b: Any) -> bool:
-    diff = abs(a - b)
-    return bool(diff <= max(abs(a), abs(b)) * REL_TOL or diff <= ABS_TOL)
+
+def _sample(expr: Expr, point: int, level: int) -> tuple[Any, bool] | None:
+    try:
+        return expr.sample(point, level)
+    except DomainError:
+        return None
+
+
+def same_value(a: Expr, pa: int, b: Expr, pb: int) -> bool | None:
+    """Whether a at point pa equals b at point pb; None when neither side is defined there.
+
+    320 bits decide when the sides agree to 2^-300 relative, or clearly differ. Otherwise
+    (nearly equal, one side near 0, a term lost) both are redone at 1024 bits: equal when they
+    agree to 2^-1000 there, or when their difference shrank like rounding noise does (`0` vs
+    `e^{i\\pi}+1`), never when it stayed put (`0` vs `e^{-1000}`). A lost term at 1024 bits
+    leaves the question open, which is "not equal".
+    """
+    sa, sb = _sample(a, pa, 0), _sample(b, pb, 0)
+    if sa is None or sb is None:
+        return None if sa is None and sb is None else False
+    (va, ia), (vb, ib) = sa, sb
+    d1, m1 = abs(va - vb), max(abs(va), abs(vb))
+    if not (ia or ib):
+        if d1 <= m1 * _REL[0]:
+            return True
+        if d1 > m1 * _NEAR and min(abs(va), abs(vb)) > m1 * _NEAR:
+            return False
+    ha, hb = _sample(a, pa, 1), _sample(b, pb, 1)
+    if ha is None or hb is None or ha[1] or hb[1]:
+        return False
+    d2 = abs(ha[0] - hb[0])
+    if d2 <= max(abs(ha[0]), abs(hb[0])) * _REL[1]:
+        return True
+    return not (ia or ib) and bool(d2 <= d1 * _SHRINK)
 
 
 _INF_TAGS = frozenset({"inf"})
 
 
 def exprs_equal(a: Expr, b: Expr) -> str | None:
-    """The rule that proves a == b, or None."""
+    """The rule that proves a == b, or None.
+
+    With free symbols, the sides must agree at every sample point (both signs, magnitudes
+    below and above 1) where either is defined: defined on one side only is a difference.
+    """
     if a.node == b.node:
         return "structural"
     if contains_tag(a.node, _INF_TAGS) or contains_tag(b.node, _INF_TAGS):
@@ -91,22 +136,36 @@ def exprs_equal(a: Expr, b: Expr) -> str | None:
     symbolic = bool(a.symbols | b.symbols)
     agreed = 0
     for point in range(POINTS if symbolic else 1):
-        try:
-            va = a.value(point)
-        except DomainError:
-            va = None
-        try:
-            vb = b.value(point)
-        except DomainError:
-            vb = None
-        if va is None and vb is None:
-            continue
-        if va is None or vb is None or not close(va, vb):
+        same = same_value(a, point, b, point)
+        if same is False:
             return None
-        agreed += 1
+        agreed += same is True
     if not agreed:
         return None
     return "symbolic" if symbolic else "numeric"
+
+
+def real_value(expr: Expr) -> Any | None:
+    """The value of a symbol-free expression as a trustworthy real mpf, or None.
+
+    An imaginary part counts as 0 only when it is exactly 0 or shrinks like rounding noise
+    at 1024 bits (`e^{i\\pi}`); a value with a lost term is read at 1024 bits.
+    """
+    if expr.symbols:
+        return None
+    low = _sample(expr, 0, 0)
+    if low is None:
+        return None
+    value, imprecise = low
+    if CTX.im(value) == 0 and not imprecise:
+        return CTX.re(value)
+    high = _sample(expr, 0, 1)
+    if high is None or high[1]:
+        return None
+    im_high = abs(CONTEXTS[1].im(high[0]))
+    if im_high != 0 and (imprecise or im_high > abs(CTX.im(value)) * _SHRINK):
+        return None
+    return CONTEXTS[1].re(high[0])
 
 
 def decimal_digits(value: Fraction) -> int | None:
@@ -130,16 +189,10 @@ def round_half_up(expr: Expr, decimals: int) -> Fraction | None:
         scaled = abs(exact) * scale
         rounded = math.floor(scaled + Fraction(1, 2))
         return Fraction(rounded if exact >= 0 else -rounded, scale)
-    if expr.symbols:
+    real = real_value(expr)
+    if real is None or real.context.mag(real) > 4000:
         return None
-    try:
-        value = expr.value(0)
-    except DomainError:
-        return None
-    if abs(CTX.im(value)) > ABS_TOL or CTX.mag(value) > 4000:
-        return None
-    real = CTX.re(value)
-    rounded = int(CTX.floor(abs(real) * scale + CTX.mpf(1) / 2))
+    rounded = int(real.context.floor(abs(real) * scale + real.context.mpf(1) / 2))
     return Fraction(rounded if real >= 0 else -rounded, scale)
 
 
@@ -148,35 +201,21 @@ def numeric_sort_key(expr: Expr) -> float | None:
     sign = infinity_sign(expr.node)
     if sign is not None:
         return math.inf * sign
-    if expr.symbols:
+    real = real_value(expr)
+    if real is None:
         return None
-    try:
-        value = expr.value(0)
-    except DomainError:
-        return None
-    if abs(CTX.im(value)) > ABS_TOL:
-        return None
-    real = CTX.re(value)
-    if CTX.mag(real) > 1000:
+    if real.context.mag(real) > 1000:
         return math.inf if real > 0 else -math.inf
     return float(real)
 
 
+_ZERO = Expr(("n", Fraction(0), None))
+
+
 def proportional(f: Expr, g: Expr) -> bool:
-    """f = c*g for a nonzero constant c at every sample point (two equations f=0, g=0 agree)."""
-    ratio = None
-    for point in range(POINTS + 1):
-        try:
-            a, b = f.value(point), g.value(point)
-        except DomainError:
-            return False
-        a_zero, b_zero = abs(a) <= ABS_TOL, abs(b) <= ABS_TOL
-        if a_zero or b_zero:
-            if a_zero != b_zero:
-                return False
-            continue
-        if ratio is None:
-            ratio = a / b
-        elif not close(a, ratio * b):
-            return False
-    return True
+    """f = c*g for a nonzero constant c at every sample point (two equations f=0, g=0 agree):
+    f/g takes one nonzero value at all points."""
+    ratio = Expr(("/", f.node, g.node))
+    if same_value(ratio, 0, ratio, 0) is not True or same_value(ratio, 0, _ZERO, 0) is not False:
+        return False
+    return all(same_value(ratio, point, ratio, 0) is True for point in range(1, POINTS))

@@ -24,6 +24,9 @@ from referee.verifiers.math._text import WORD_MARK, clean, normalize_text
 from referee.verifiers.math._values import ConversionError, Text, Value, combine, to_value
 
 MAX_RESPONSE_CHARS = 1_000_000  # ~250k tokens; beyond this no completion is judged
+# More distinct final answers than this is a spray of boxes (a hedge, policy 3) whatever the
+# gold; it also bounds the parsing and the pairwise comparisons of `_check_math`.
+MAX_ANSWERS = 64
 
 
 class MathOptions(BaseModel):
@@ -107,7 +110,7 @@ def _verdict(score: float, reason: str | None, **details: Any) -> Check:
 
 class MathVerifier(Verifier):
     name = "math"
-    version = "1"
+    version = "2"  # 2: sign-aware sample points, no absolute tolerance, lost-term detection
     description = (
         "Final-answer equivalence for math completions under Referee's math policy: last "
         "committed answer after </think> (box, 'Answer:' line or concluding sentence), hedging "
@@ -150,6 +153,14 @@ class MathVerifier(Verifier):
         found = final_answer(response)
         if not found.answers:
             return _verdict(0.0, found.reason or "no final answer", extraction=found.how)
+        if len(found.answers) > MAX_ANSWERS:
+            return _verdict(
+                0.0,
+                "several different final answers (hedging)",
+                extraction=found.how,
+                answers=len(found.answers),
+                answer=" | ".join(a[:200] for a in found.answers[-4:]),
+            )
         if prepared.mode == "choice":
             return self._check_choice(found, prepared)
         if prepared.mode == "text":
