@@ -130,6 +130,8 @@ def test_versions_pinning_and_delete_keep_history(http: httpx.Client) -> None:
     assert versions[0]["digest"] != versions[1]["digest"]
 
     assert http.delete("/v1/verifiers/ver.demo@2").json()["disabled"] == [2]
+    assert http.delete("/v1/verifiers/ver.demo@2").json()["disabled"] == []  # idempotent
+    assert http.delete("/v1/verifiers/ver.demo@9").status_code == 404  # never existed
     assert score(http, "ver.demo", plain, {"answer": "4"})["verifier"] == "ver.demo@1"
     assert http.delete("/v1/verifiers/ver.demo").json()["disabled"] == [1]
     for name in ("ver.demo", "ver.demo@1", "ver.demo@2"):

@@ -113,9 +113,19 @@ class Catalog:
         return str(getattr(verifier, "kind", "registered"))
 
     def registered(self) -> list[Verifier]:
-        """The latest active version of every registered type."""
+        """The latest active version of every registered type. A stored version that no longer
+        builds (a comparator it names was removed, say) is logged and left out, so one broken
+        type does not break the listing of all the others."""
         self._refresh()
-        return [self._instance(r) for r in self._latest.values()]
+        built = []
+        for record in self._latest.values():
+            try:
+                built.append(self._instance(record))
+            except Exception as exc:
+                log.warning(
+                    "registered_type_unbuildable", name=record.name, version=record.version, error=str(exc)
+                )
+        return built
 
     def _instance(self, record: StoredVersion) -> Verifier:
         key = (record.name, record.version)
@@ -169,7 +179,8 @@ class Catalog:
         base, _, version = name.partition("@")
         if version and not version.isdigit():
             raise UnknownVerifier(name, self.names())
-        if not await asyncio.to_thread(self.store.versions, base):
+        known = await asyncio.to_thread(self.store.versions, base)
+        if not known or (version and int(version) not in {r.version for r in known}):
             raise UnknownVerifier(name, self.names())
         disabled = await asyncio.to_thread(self.store.disable, base, int(version) if version else None)
         log.info("verifier_disabled", name=base, versions=disabled)
