@@ -51,6 +51,11 @@ def test_keys_gate_every_route_by_role(locked: BackgroundServer) -> None:
         assert http.post("/v1/verifiers", json=r1_math("auth.t"), headers=bearer(ADMIN)).status_code == 201
         assert http.get("/v1/verifiers/auth.t/versions", headers=bearer(API)).status_code == 200
         assert http.delete("/v1/verifiers/auth.t", headers=bearer(ADMIN)).status_code == 200
+        # A keyless caller is refused before its body is read or parsed: an unparsable body gets
+        # 401, not the 422 that parsing it would give.
+        junk = b"{" + b"x" * (1024 * 1024)
+        r = http.post("/v1/score", content=junk, headers={"content-type": "application/json"})
+        assert r.status_code == 401
         # Health and metrics stay open for probes.
         assert http.get("/livez").status_code == 200 and http.get("/readyz").status_code == 200
 

@@ -18,6 +18,7 @@ from enum import Enum
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from referee.service.errors import error_response
 from referee.settings import Settings
@@ -101,9 +102,33 @@ async def require_admin(request: Request) -> None:
     _auth(request).require(request, Role.admin)
 
 
+class KeyGate:
+    """Refuses `/v1/` requests without a valid key before their body is read, so unauthenticated
+    callers cannot make the service receive and parse large bodies. The routes' dependencies
+    still decide between client and admin."""
+
+    def __init__(self, app: ASGIApp, auth: Auth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.auth.open and scope["path"].startswith("/v1/"):
+            header = dict(scope.get("headers", ())).get(b"authorization", b"").decode("latin-1")
+            try:
+                self.auth.role_of(header)
+            except AuthError as exc:
+                response = error_response(
+                    exc.status, exc.error, exc.message, None, **{"WWW-Authenticate": "Bearer"}
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def install_auth(app: FastAPI, settings: Settings) -> Auth:
     auth = Auth(settings)
     app.state.auth = auth
+    app.add_middleware(KeyGate, auth=auth)
 
     @app.exception_handler(AuthError)
     async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
