@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.registered import formula
 from referee.registered.comparators import COMPARATORS, Comparator
-from referee.registered.refschema import reference_type_for
+from referee.registered.refschema import reference_type_for, registered_class
 from referee.registered.template import (
     Path,
     PathError,
@@ -374,18 +374,18 @@ def build_class(
         sort_keys=True,
         separators=(",", ":"),
     )
-    attrs = {
-        "name": name,
-        "version": version,
-        "description": description,
-        "reference_type": reference_type,
-        "example": example or {},
-        "score_range": compiled.score_range,
-        "compiled": compiled,
-        "spec_json": spec_json,
-        "_reference_adapter": None,
-    }
-    return type(f"Declarative[{name}@{version}]", (DeclarativeVerifier,), attrs)
+    return registered_class(
+        DeclarativeVerifier,
+        "Declarative",
+        name=name,
+        version=version,
+        description=description,
+        reference_type=reference_type,
+        example=example,
+        score_range=compiled.score_range,
+        compiled=compiled,
+        spec_json=spec_json,
+    )
 
 
 def from_spec(spec_json: str) -> Verifier:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from referee.registered.refschema import reference_type_for
+from referee.registered.refschema import reference_type_for, registered_class
 from referee.sandbox import judge
 from referee.sandbox.languages import LANGUAGES
 from referee.sandbox.limits import Limits
@@ -170,16 +170,16 @@ def build_class(
     example: dict[str, Any] | None = None,
 ) -> type[PythonGraderVerifier]:
     parsed = PythonGraderSpec.model_validate(spec)
-    attrs = {
-        "name": name,
-        "version": version,
-        "description": description,
-        "reference_type": reference_type_for(reference_schema),
-        "example": example or {},
-        "spec": parsed,
-        "score_range": parsed.score_range,
+    return registered_class(
+        PythonGraderVerifier,
+        "PythonGrader",
+        name=name,
+        version=version,
+        description=description,
+        reference_type=reference_type_for(reference_schema),
+        example=example,
+        score_range=parsed.score_range,
+        spec=parsed,
         # Calls run one after another inside a submission: leave room for a chunk of them.
-        "time_budget_s": CHUNK * (parsed.time_limit_s + 3.0) + 10.0,
-        "_reference_adapter": None,
-    }
-    return type(f"PythonGrader[{name}@{version}]", (PythonGraderVerifier,), attrs)
+        time_budget_s=CHUNK * (parsed.time_limit_s + 3.0) + 10.0,
+    )

@@ -8,10 +8,12 @@ schema itself is published unchanged in /v1/verifiers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import jsonschema
 from pydantic import AfterValidator, WithJsonSchema
+
+T = TypeVar("T")
 
 
 def check_schema(schema: dict[str, Any]) -> None:
@@ -37,3 +39,31 @@ def reference_type_for(schema: dict[str, Any] | None, extra: Callable[[Any], Any
         return extra(value) if extra is not None else value
 
     return Annotated[Any, AfterValidator(reference_schema), WithJsonSchema(schema or {})]
+
+
+def registered_class(
+    base: type[T],
+    label: str,
+    *,
+    name: str,
+    version: str,
+    description: str,
+    reference_type: Any,
+    example: dict[str, Any] | None,
+    score_range: tuple[float, float],
+    **extra: Any,
+) -> type[T]:
+    """The verifier class of one stored version: `base` with the version's identity and
+    reference type, plus kind-specific attributes. `_reference_adapter` is reset so the class
+    builds its own adapter instead of inheriting the base's cached one."""
+    attrs = {
+        "name": name,
+        "version": version,
+        "description": description,
+        "reference_type": reference_type,
+        "example": example or {},
+        "score_range": score_range,
+        "_reference_adapter": None,
+        **extra,
+    }
+    return type(f"{label}[{name}@{version}]", (base,), attrs)

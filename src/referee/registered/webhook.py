@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from referee.registered.refschema import reference_type_for
+from referee.registered.refschema import reference_type_for, registered_class
 from referee.settings import Settings
 from referee.verifiers.base import AsyncVerifier, Check, VerifierError
 
@@ -271,18 +271,18 @@ def build_class(
     example: dict[str, Any] | None = None,
 ) -> type[WebhookVerifier]:
     parsed = WebhookSpec.model_validate(spec)
-    attrs = {
-        "name": name,
-        "version": version,
-        "description": description,
-        "reference_type": reference_type_for(reference_schema),
-        "example": example or {},
-        "score_range": parsed.score_range,
-        "spec": parsed,
-        "secret": secret,
-        "runtime": runtime,
-        "_reference_adapter": None,
+    return registered_class(
+        WebhookVerifier,
+        "Webhook",
+        name=name,
+        version=version,
+        description=description,
+        reference_type=reference_type_for(reference_schema),
+        example=example,
+        score_range=parsed.score_range,
+        spec=parsed,
+        secret=secret,
+        runtime=runtime,
         # Per verdict: every attempt may time out, plus the back-off between attempts.
-        "time_budget_s": _attempts_budget(parsed, runtime.settings),
-    }
-    return type(f"Webhook[{name}@{version}]", (WebhookVerifier,), attrs)
+        time_budget_s=_attempts_budget(parsed, runtime.settings),
+    )
