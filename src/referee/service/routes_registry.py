@@ -15,10 +15,11 @@ from referee.registered.api import (
     RegisterResponse,
     VersionList,
 )
-from referee.registered.catalog import Catalog, RegistrationError, version_info
+from referee.registered.catalog import RegistrationError, version_info
 from referee.scoring.engine import Scorer
 from referee.service.auth import require_admin, require_client
 from referee.service.errors import error_response
+from referee.service.routes import get_catalog
 from referee.verifiers.base import Verifier
 
 router = APIRouter(tags=["registration"])
@@ -30,11 +31,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     409: {"model": ErrorBody, "description": "A built-in verifier's name"},
     422: {"model": ErrorBody, "description": "Invalid spec, failing examples (`detail.failing`) or quota"},
 }
-
-
-def get_catalog(request: Request) -> Catalog:
-    catalog: Catalog = request.app.state.catalog
-    return catalog
 
 
 def _refused(exc: RegistrationError) -> JSONResponse:
