@@ -16,6 +16,15 @@ TAGS = (THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
 MAX_RESPONSE_CHARS = 2_000_000
 
 
+def _refuse(response: object) -> Check | None:
+    """The size and type guard both format rewards apply before looking at tags."""
+    if not isinstance(response, str):
+        return Check(0.0, reason="response is not a string")
+    if len(response) > MAX_RESPONSE_CHARS:
+        return Check(0.0, reason=f"response longer than {MAX_RESPONSE_CHARS} characters")
+    return None
+
+
 class ThinkAnswer(Verifier):
     """Exactly what passes (score 1; everything else scores 0 with the first failed rule):
 
@@ -42,10 +51,8 @@ class ThinkAnswer(Verifier):
     }
 
     def check(self, response: str, prepared: Any, options: Any) -> Check:
-        if not isinstance(response, str):
-            return Check(0.0, reason="response is not a string")
-        if len(response) > MAX_RESPONSE_CHARS:
-            return Check(0.0, reason=f"response longer than {MAX_RESPONSE_CHARS} characters")
+        if (refused := _refuse(response)) is not None:
+            return refused
         counts = {tag: response.count(tag) for tag in TAGS}
         wrong = [f"{tag} ×{n}" for tag, n in counts.items() if n != 1]
         if wrong:
@@ -86,10 +93,8 @@ class TagCount(Verifier):
     }
 
     def check(self, response: str, prepared: Any, options: Any) -> Check:
-        if not isinstance(response, str):
-            return Check(0.0, reason="response is not a string")
-        if len(response) > MAX_RESPONSE_CHARS:
-            return Check(0.0, reason=f"response longer than {MAX_RESPONSE_CHARS} characters")
+        if (refused := _refuse(response)) is not None:
+            return refused
         once = [(rank, response.index(tag)) for rank, tag in enumerate(TAGS) if response.count(tag) == 1]
         best: tuple[int, ...] = ()
         # At most 4 tags: try subsets from the largest down; the first in-order one wins.
