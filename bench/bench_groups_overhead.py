@@ -12,7 +12,7 @@ import time
 import httpx
 
 from bench._common import emit, summarize, uvicorn_server
-from referee.verifiers.simple import ExactVerifier
+from referee.verifiers.short_answer import ExactVerifier
 
 GROUP_SIZE = 16
 

@@ -16,8 +16,8 @@ import subprocess
 import time
 from typing import Any
 
+from referee.sandbox.hardening import container_create_kwargs
 from referee.sandbox.image import build_image
-from referee.sandbox.limits import container_create_kwargs
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.settings import SandboxSettings
 from referee.verifiers.code import CodeOptions, CodeVerifier

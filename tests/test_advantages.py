@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from referee.scoring.advantages import group_advantages
+from referee.advantages import group_advantages
 
 rewards_st = st.lists(st.one_of(st.none(), st.floats(-10, 10, allow_nan=False)), min_size=1, max_size=32)
 

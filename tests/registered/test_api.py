@@ -8,11 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
-from referee.registered.declarative import builtins
+from referee.registered.declarative import worker_builtins
 from referee.service.background import BackgroundServer
 from tests.registered.conftest import register, registered_settings, score
 
-CORRECT = "math" if "math" in builtins() else "numeric"
+CORRECT = "math" if "math" in worker_builtins() else "numeric"
 
 
 def r1_math(name: str, fmt_weight: float = 0.1) -> dict[str, Any]:

@@ -8,10 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from referee.registered import formula
-from referee.registered.declarative import build_class, builtins, from_spec
+from referee.registered.declarative import build_class, from_spec, worker_builtins
 from referee.registered.template import PathError, render
 
-HAS_MATH = "math" in builtins()
+HAS_MATH = "math" in worker_builtins()
 CORRECT = "math" if HAS_MATH else "numeric"
 
 

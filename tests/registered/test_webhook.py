@@ -143,7 +143,7 @@ async def test_cancelled_trial_call_does_not_wedge_the_breaker(webhook: Webhook,
     verifier = cls()
     breaker = runtime.breaker(url)
     breaker.opened_at = time.monotonic() - 10  # open, cool-down over: the next call is the trial
-    call = asyncio.create_task(verifier._one("red", REF, {}))
+    call = asyncio.create_task(verifier._call_webhook("red", REF, {}))
     await asyncio.sleep(0.2)
     assert breaker.trial
     call.cancel()

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from referee.sandbox.hardening import LABEL
 from referee.sandbox.image import SANDBOX_UID
-from referee.sandbox.limits import LABEL
 from referee.sandbox.settings import SandboxSettings
 
 TEST_INSTANCE = "pytest"

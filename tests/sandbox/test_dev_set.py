@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from referee.verifiers import Resources
 from referee.verifiers.base import Check
 from referee.verifiers.code import CodeOptions, CodeVerifier
 from tests.sandbox.helpers import load_code_rows
@@ -36,7 +37,9 @@ async def test_every_dev_row_reproduces_its_label(sandbox_pool, escape_check) ->
             {"language": row["language"], "test_format": row["test_format"], "tests": row["tests"]}
         )
         prepared = verifier.prepare(reference, options)
-        [check] = await verifier.check_group([row["candidate"]], prepared, options, {"sandbox": sandbox_pool})
+        [check] = await verifier.check_group(
+            [row["candidate"]], prepared, options, Resources(sandbox=sandbox_pool)
+        )
         assert isinstance(check, Check), check
         return check
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from referee.verifiers import Resources
 from referee.verifiers.base import Check
 from referee.verifiers.code import CodeOptions, CodeVerifier
 
@@ -426,7 +427,7 @@ async def test_hostile_program(case: Case, sandbox_pool, escape_check) -> None: 
     )
     prepared = verifier.prepare(reference, options)
     started = time.perf_counter()
-    [check] = await verifier.check_group([case.program], prepared, options, {"sandbox": sandbox_pool})
+    [check] = await verifier.check_group([case.program], prepared, options, Resources(sandbox=sandbox_pool))
     elapsed = time.perf_counter() - started
     assert isinstance(check, Check), check
     assert (check.details["verdict"], check.score) == (case.verdict, pytest.approx(case.fraction)), (
@@ -459,6 +460,8 @@ async def test_one_hostile_result_does_not_touch_the_others(sandbox_pool, escape
     prepared = verifier.prepare(reference, options)
     honest = "def add(a, b):\n    return a + b\n"
     malicious = "import os\nos.write(4, b'[' * 200000)\nos._exit(0)\n"
-    checks = await verifier.check_group([honest, malicious], prepared, options, {"sandbox": sandbox_pool})
+    checks = await verifier.check_group(
+        [honest, malicious], prepared, options, Resources(sandbox=sandbox_pool)
+    )
     assert all(isinstance(c, Check) for c in checks), checks
     assert [(c.details["verdict"], c.score) for c in checks] == [("accepted", 1.0), ("wrong_answer", 0.0)]

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from referee.sandbox.hardening import LABEL
 from referee.sandbox.image import build_image, dockerfile_text, image_ref
 from referee.sandbox.languages import LANGUAGES
-from referee.sandbox.limits import LABEL, Limits
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import Job, TestInput
+from referee.sandbox.run_limits import Limits
+from referee.verifiers import Resources
 from referee.verifiers.base import Check
 from referee.verifiers.code import CodeOptions, CodeVerifier
 from tests.sandbox.helpers import docker_client, labelled_containers, make_sandbox_settings
@@ -112,7 +114,7 @@ async def _check(pool: SandboxPool, program: str, reference: dict, **options: ob
     verifier = CodeVerifier()
     opts = CodeOptions.model_validate(options)
     prepared = verifier.prepare(verifier.validate_reference(reference), opts)
-    [check] = await verifier.check_group([program], prepared, opts, {"sandbox": pool})
+    [check] = await verifier.check_group([program], prepared, opts, Resources(sandbox=pool))
     assert isinstance(check, Check), check
     return check
 

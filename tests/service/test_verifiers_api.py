@@ -6,9 +6,9 @@ import httpx
 import pytest
 
 from referee.service.background import BackgroundServer
-from referee.verifiers.registry import build_registry
+from referee.verifiers.installed import load_installed
 
-BUILTINS = [v.name for v in build_registry(plugins=False)]
+BUILTINS = [v.name for v in load_installed(plugins=False)]
 # `code` needs the Docker sandbox, which this server runs without; its example is checked by
 # tests/evals/test_code_dev_http.py against a server with the sandbox.
 WITHOUT_SANDBOX = [name for name in BUILTINS if name != "code"]

@@ -13,10 +13,11 @@ from pydantic import ValidationError
 
 from referee.sandbox import judge
 from referee.sandbox.languages import LANGUAGES
-from referee.sandbox.limits import Limits
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import Job, SandboxUnavailable, TestInput, TestRun
+from referee.sandbox.run_limits import Limits
 from referee.sandbox.settings import SandboxSettings
+from referee.verifiers import Resources
 from referee.verifiers.base import VerifierError
 from referee.verifiers.code import CodeOptions, CodeVerifier, classify, extract_program
 
@@ -333,9 +334,11 @@ async def test_unreachable_docker_is_an_error_not_a_zero() -> None:
         example = verifier.example
         prepared = verifier.prepare(verifier.validate_reference(example["reference"]), CodeOptions())
         with pytest.raises(VerifierError, match="unavailable"):
-            await verifier.check_group([example["response"]], prepared, CodeOptions(), {"sandbox": pool})
+            await verifier.check_group(
+                [example["response"]], prepared, CodeOptions(), Resources(sandbox=pool)
+            )
         with pytest.raises(VerifierError, match="not configured"):
-            await verifier.check_group([example["response"]], prepared, CodeOptions(), {})
+            await verifier.check_group([example["response"]], prepared, CodeOptions(), Resources())
     finally:
         await pool.close()
 

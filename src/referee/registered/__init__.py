@@ -1,1 +1,30 @@
-"""Verifier types registered through the API: storage, the three kinds, the catalog."""
+"""Verifier types registered through the API: the three kinds (declarative, sandboxed Python,
+webhook), their store, and the catalog that resolves names over installed and registered types.
+
+Other packages use only the names below (enforced by tests/test_layering.py).
+"""
+
+from referee.registered.api import (
+    DisableResponse,
+    RegisterExample,
+    RegisterRequest,
+    RegisterResponse,
+    VersionInfo,
+    VersionList,
+)
+from referee.registered.catalog import RegistrationError, VerifierCatalog, version_info
+from referee.registered.store import SQLiteStore, VerifierStore
+
+__all__ = [
+    "DisableResponse",
+    "RegisterExample",
+    "RegisterRequest",
+    "RegisterResponse",
+    "RegistrationError",
+    "SQLiteStore",
+    "VerifierCatalog",
+    "VerifierStore",
+    "VersionInfo",
+    "VersionList",
+    "version_info",
+]

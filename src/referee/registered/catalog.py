@@ -1,6 +1,6 @@
 """The catalog: every verifier the service can use by name, built-in or registered.
 
-`resolve("name")` gives a built-in (registry) or the latest active registered version;
+`resolve("name")` gives an installed verifier (built-in, plugin or extra) or the latest active registered version;
 `resolve("name@3")` pins a version. Registered versions are rebuilt from the store into
 verifier objects once and cached; the cache is dropped whenever the store's generation moves
 (a registration or a DELETE, by this process or another one sharing the database).
@@ -22,13 +22,14 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from referee.errors import DomainError, ErrorKind
 from referee.models import Verdict, VerdictStatus
 from referee.registered import declarative, python_grader, webhook
 from referee.registered.api import RegisterExample, RegisterRequest, VersionInfo
 from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
 from referee.settings import Settings
 from referee.verifiers.base import Verifier
-from referee.verifiers.registry import Registry, UnknownVerifier
+from referee.verifiers.installed import InstalledVerifiers, UnknownVerifier
 
 log = structlog.get_logger(__name__)
 
@@ -36,12 +37,11 @@ ScoreExamples = Callable[[Verifier, list[RegisterExample]], Awaitable[list[Verdi
 SCORE_TOLERANCE = 1e-6
 
 
-class RegistrationError(Exception):
-    """A registration or deletion the service refuses; carries the HTTP answer."""
+class RegistrationError(DomainError):
+    """A registration the service refuses (its spec, its examples, a quota)."""
 
-    def __init__(self, status: int, error: str, message: str, detail: Any = None) -> None:
-        super().__init__(message)
-        self.status, self.error, self.message, self.detail = status, error, message, detail
+    def __init__(self, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(ErrorKind.invalid, code, message, detail)
 
 
 def canonical(value: Any) -> str:
@@ -61,10 +61,10 @@ def _spec_errors(exc: ValidationError | ValueError) -> list[dict[str, Any]]:
     return [{"loc": ["body", "spec"], "msg": str(exc)[:500], "type": "value_error"}]
 
 
-class Catalog:
-    def __init__(self, settings: Settings, registry: Registry, store: VerifierStore) -> None:
+class VerifierCatalog:
+    def __init__(self, settings: Settings, installed: InstalledVerifiers, store: VerifierStore) -> None:
         self.settings = settings
-        self.registry = registry
+        self.installed = installed
         self.store = store
         self.webhooks = webhook.WebhookRuntime(settings)
         self._generation: object = None
@@ -86,12 +86,12 @@ class Catalog:
 
     def names(self) -> list[str]:
         self._refresh()
-        return sorted({*self.registry.names(), *self._latest})
+        return sorted({*self.installed.names(), *self._latest})
 
     def resolve(self, name: str) -> Verifier:
         base, _, version = name.partition("@")
-        if base in self.registry:
-            return self.registry.get(name)
+        if base in self.installed:
+            return self.installed.get(name)
         self._refresh()
         record: StoredVersion | None
         if not version:
@@ -108,8 +108,8 @@ class Catalog:
         return self._instance(record)
 
     def kind(self, verifier: Verifier) -> str:
-        if verifier.name in self.registry:
-            return self.registry.kind(verifier.name)
+        if verifier.name in self.installed:
+            return self.installed.kind(verifier.name)
         return str(getattr(verifier, "kind", "registered"))
 
     def registered(self) -> list[Verifier]:
@@ -162,9 +162,11 @@ class Catalog:
     # ---- versions and deletion -------------------------------------------------------------
 
     def _guard_builtin(self, name: str) -> None:
-        if name.partition("@")[0] in self.registry:
-            raise RegistrationError(
-                409, "builtin_verifier", f"{name!r} is a built-in verifier; it cannot be changed"
+        if name.partition("@")[0] in self.installed:
+            raise DomainError(
+                ErrorKind.conflict,
+                "builtin_verifier",
+                f"{name!r} is a built-in verifier; it cannot be changed",
             )
 
     async def versions(self, name: str) -> list[VersionInfo]:
@@ -193,74 +195,65 @@ class Catalog:
     ) -> tuple[StoredVersion, bool, str | None]:
         """Returns (stored version, created, secret to show once or None)."""
         self._guard_builtin(request.name)
-        limits = self.settings
-        if len(request.examples) > limits.max_registered_examples:
-            raise RegistrationError(
-                422,
-                "quota_exceeded",
-                f"{len(request.examples)} examples; limit {limits.max_registered_examples}",
-                {"limit": "REFEREE_MAX_REGISTERED_EXAMPLES"},
-            )
+        n, limit = len(request.examples), self.settings.max_registered_examples
+        _check_quota(n, limit, f"{n} examples; limit {limit}", "EXAMPLES")
         spec = dict(request.spec)
-        secret: str | None = None
-        generated = False
-        if request.kind == "webhook":
-            secret = spec.pop("secret", None)
-            if secret is None:
-                current = await asyncio.to_thread(self.store.get, request.name)
-                secret = current.secret if current is not None and current.kind == "webhook" else None
-            if secret is None:
-                secret, generated = secrets.token_urlsafe(32), True
-        size = len(canonical(spec).encode())
-        if size > limits.max_registered_source_bytes:
-            raise RegistrationError(
-                422,
-                "quota_exceeded",
-                f"spec is {size} bytes; limit {limits.max_registered_source_bytes}",
-                {"limit": "REFEREE_MAX_REGISTERED_SOURCE_BYTES"},
-            )
+        secret, generated = await self._webhook_secret(request, spec)
+        size, limit = len(canonical(spec).encode()), self.settings.max_registered_source_bytes
+        _check_quota(size, limit, f"spec is {size} bytes; limit {limit}", "SOURCE_BYTES")
         document = {
             "spec": spec,
             "description": request.description,
             "reference_schema": request.reference_schema,
             "examples": [e.model_dump(mode="json") for e in request.examples],
         }
+        candidate = self._candidate(request, spec, document, secret)
+        await _activation_gate(candidate, request.examples, score_examples)
+        stored, created = await self._store(request, spec, document, secret)
+        log.info(
+            "verifier_registered", name=stored.name, version=stored.version, kind=stored.kind, created=created
+        )
+        return stored, created, secret if generated and created else None
+
+    async def _webhook_secret(
+        self, request: RegisterRequest, spec: dict[str, Any]
+    ) -> tuple[str | None, bool]:
+        """(secret, generated now). A webhook keeps its secret across versions unless a new one
+        is given; the secret never stays in the spec (specs are shown to API-key holders)."""
+        if request.kind != "webhook":
+            return None, False
+        secret = spec.pop("secret", None)
+        if secret is None:
+            current = await asyncio.to_thread(self.store.get, request.name)
+            secret = current.secret if current is not None and current.kind == "webhook" else None
+        if secret is None:
+            return secrets.token_urlsafe(32), True
+        return secret, False
+
+    def _candidate(
+        self, request: RegisterRequest, spec: dict[str, Any], document: dict[str, Any], secret: str | None
+    ) -> Verifier:
+        """The verifier the spec describes, built but not stored, or a 422 saying why not."""
         try:
             candidate = self._build(request.name, "candidate", request.kind, spec, document, secret)()
         except (ValidationError, ValueError) as exc:
             raise RegistrationError(
-                422, "invalid_spec", "the spec cannot be registered", _spec_errors(exc)
+                "invalid_spec", "the spec cannot be registered", _spec_errors(exc)
             ) from None
-        if request.kind == "webhook":
-            url = spec["url"]
-            if not webhook.host_allowed(url, limits.webhook_allowed_hosts):
-                raise RegistrationError(
-                    422,
-                    "host_not_allowed",
-                    "the webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS",
-                    [{"loc": ["body", "spec", "url"], "msg": "host not allowed", "type": "host_not_allowed"}],
-                )
-        verdicts = await score_examples(candidate, request.examples)
-        failing = [
-            {
-                "index": i,
-                "expected_score": example.expected_score,
-                "score": verdict.score,
-                "status": verdict.status.value,
-                "reason": verdict.reason,
-            }
-            for i, (example, verdict) in enumerate(zip(request.examples, verdicts, strict=True))
-            if verdict.status is not VerdictStatus.ok
-            or verdict.score is None
-            or abs(verdict.score - example.expected_score) > SCORE_TOLERANCE
-        ]
-        if failing:
+        if request.kind == "webhook" and not webhook.host_allowed(
+            spec["url"], self.settings.webhook_allowed_hosts
+        ):
             raise RegistrationError(
-                422,
-                "activation_failed",
-                f"{len(failing)} of {len(verdicts)} examples do not reproduce their expected score",
-                {"failing": failing},
+                "host_not_allowed",
+                "the webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS",
+                [{"loc": ["body", "spec", "url"], "msg": "host not allowed", "type": "host_not_allowed"}],
             )
+        return candidate
+
+    async def _store(
+        self, request: RegisterRequest, spec: dict[str, Any], document: dict[str, Any], secret: str | None
+    ) -> tuple[StoredVersion, bool]:
+        """Content-addressed: the same kind, spec and schema as the latest version is that version."""
         hashed: dict[str, Any] = {
             "kind": request.kind,
             "spec": spec,
@@ -270,23 +263,50 @@ class Catalog:
             hashed["secret_sha256"] = hashlib.sha256(secret.encode()).hexdigest()
         digest = hashlib.sha256(canonical(hashed).encode()).hexdigest()
         try:
-            stored, created = await asyncio.to_thread(
+            return await asyncio.to_thread(
                 self.store.add,
                 request.name,
                 request.kind,
                 digest,
                 document,
                 secret,
-                max_names=limits.max_registered_types,
+                max_names=self.settings.max_registered_types,
             )
         except QuotaExceeded as exc:
             raise RegistrationError(
-                422, "quota_exceeded", str(exc), {"limit": "REFEREE_MAX_REGISTERED_TYPES"}
+                "quota_exceeded", str(exc), {"limit": "REFEREE_MAX_REGISTERED_TYPES"}
             ) from None
-        log.info(
-            "verifier_registered", name=stored.name, version=stored.version, kind=stored.kind, created=created
+
+
+def _check_quota(count: int, limit: int, message: str, setting: str) -> None:
+    if count > limit:
+        raise RegistrationError("quota_exceeded", message, {"limit": f"REFEREE_MAX_REGISTERED_{setting}"})
+
+
+async def _activation_gate(
+    candidate: Verifier, examples: list[RegisterExample], score_examples: ScoreExamples
+) -> None:
+    """Every example must reproduce its expected score through the service's scoring path."""
+    verdicts = await score_examples(candidate, examples)
+    failing = [
+        {
+            "index": i,
+            "expected_score": example.expected_score,
+            "score": verdict.score,
+            "status": verdict.status.value,
+            "reason": verdict.reason,
+        }
+        for i, (example, verdict) in enumerate(zip(examples, verdicts, strict=True))
+        if verdict.status is not VerdictStatus.ok
+        or verdict.score is None
+        or abs(verdict.score - example.expected_score) > SCORE_TOLERANCE
+    ]
+    if failing:
+        raise RegistrationError(
+            "activation_failed",
+            f"{len(failing)} of {len(verdicts)} examples do not reproduce their expected score",
+            {"failing": failing},
         )
-        return stored, created, secret if generated and created else None
 
 
 def version_info(record: StoredVersion) -> VersionInfo:

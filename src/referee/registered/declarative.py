@@ -4,7 +4,7 @@ A spec is a tree of nodes (JSON, validated here at registration):
 
 - `check`: an extractor picks the answer out of the response, a comparator judges it against
   the (templated) reference. Comparators `exact`, `regex`, `numeric`, `math` and
-  `multiple_choice` are the built-in verifiers of the same name, taken from the registry;
+  `multiple_choice` are the built-in verifiers of the same name, taken from the installed verifiers;
   `json_schema`, `set` and `multiset` live in `comparators.py`.
 - `verifier`: a built-in verifier applied to the whole response (e.g. `format.think_answer`).
 - `multi`: named components combined by weights or by a whitelist-grammar formula.
@@ -40,8 +40,8 @@ from referee.registered.template import (
 )
 from referee.verifiers import extract
 from referee.verifiers.base import Check, NoOptions, Verifier, VerifierError
-from referee.verifiers.registry import build_registry
-from referee.verifiers.simple import Extraction, select_answer
+from referee.verifiers.installed import load_installed
+from referee.verifiers.short_answer import Extraction, select_answer
 
 FACTORY = "referee.registered.declarative:from_spec"
 BUILTIN_COMPARATORS = ("exact", "regex", "numeric", "math", "multiple_choice")
@@ -136,7 +136,7 @@ Node = CheckNode | VerifierNode | MultiNode
 MultiNode.model_rebuild()
 
 
-class Spec(_Strict):
+class DeclarativeSpec(_Strict):
     root: Annotated[Node, Field(discriminator="type")]
 
 
@@ -144,16 +144,18 @@ class Spec(_Strict):
 
 
 @lru_cache(maxsize=1)
-def builtins() -> dict[str, Verifier]:
+def worker_builtins() -> dict[str, Verifier]:
     """The audited built-ins (no extras, no plugins) that run in worker processes."""
-    registry = build_registry(plugins=False)
-    return {v.name: v for v in registry if registry.kind(v.name) == "builtin" and v.runs_in == "worker"}
+    installed = load_installed(plugins=False)
+    return {v.name: v for v in installed if installed.kind(v.name) == "builtin" and v.runs_in == "worker"}
 
 
 def _builtin(name: str) -> Verifier:
-    found = builtins().get(name)
+    found = worker_builtins().get(name)
     if found is None:
-        raise ValueError(f"unknown built-in verifier {name!r}; available: {', '.join(sorted(builtins()))}")
+        raise ValueError(
+            f"unknown built-in verifier {name!r}; available: {', '.join(sorted(worker_builtins()))}"
+        )
     return found
 
 
@@ -361,7 +363,7 @@ def build_class(
 ) -> type[DeclarativeVerifier]:
     """Validate a spec and build its verifier class. Raises pydantic.ValidationError or
     ValueError (naming the problem) for a spec that cannot be registered."""
-    parsed = Spec.model_validate({"root": spec})
+    parsed = DeclarativeSpec.model_validate({"root": spec})
     compiled = compile_node(parsed.root)
 
     def templates_resolve(value: Any) -> Any:

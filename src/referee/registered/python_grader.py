@@ -21,7 +21,7 @@ import asyncio
 import json
 import math
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from referee.registered.refschema import reference_type_for, registered_class
 from referee.sandbox import judge
 from referee.sandbox.languages import LANGUAGES
-from referee.sandbox.limits import Limits
 from referee.sandbox.protocol import Job, SandboxUnavailable, TestInput, TestRun
-from referee.verifiers.base import AsyncVerifier, Check, NoOptions, VerifierError
+from referee.sandbox.run_limits import Limits
+from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, NoOptions, Resources, VerifierError
 
 CHUNK = 8
 PYTHON = LANGUAGES["python"]
@@ -113,7 +113,7 @@ class PythonGraderVerifier(AsyncVerifier):
     kind: ClassVar[str] = "python"
     spec: ClassVar[PythonGraderSpec]
 
-    def _limits(self, pool: Any) -> Limits:
+    def _limits(self, pool: CodeSandbox) -> Limits:
         base = Limits.from_settings(pool.settings)
         return Limits(
             time_s=self.spec.time_limit_s,
@@ -126,7 +126,7 @@ class PythonGraderVerifier(AsyncVerifier):
         )
 
     async def _chunk(
-        self, pool: Any, responses: Sequence[str], reference: Any
+        self, pool: CodeSandbox, responses: Sequence[str], reference: Any
     ) -> list[Check | VerifierError]:
         tests = tuple(
             TestInput(
@@ -146,9 +146,9 @@ class PythonGraderVerifier(AsyncVerifier):
         return [interpret(t, self.spec.time_limit_s) for t in run.tests]
 
     async def check_group(
-        self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
     ) -> list[Check]:
-        pool = resources.get("sandbox")
+        pool = resources.sandbox
         if pool is None:
             raise VerifierError("python graders need the code sandbox, which this service does not run")
         healthy, why = pool.health()

@@ -22,7 +22,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from referee.registered.refschema import reference_type_for, registered_class
 from referee.settings import Settings
-from referee.verifiers.base import AsyncVerifier, Check, VerifierError
+from referee.verifiers.base import AsyncVerifier, Check, Resources, VerifierError
 
 SIGNATURE_HEADER = "X-Referee-Signature"
 MAX_ANSWER_BYTES = 1 << 20
@@ -165,11 +165,11 @@ class WebhookVerifier(AsyncVerifier):
     runtime: ClassVar[WebhookRuntime]
 
     async def check_group(
-        self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
     ) -> list[Check]:
         extra = (options.model_extra or {}) if isinstance(options, BaseModel) else {}
         results = await asyncio.gather(
-            *(self._one(r, prepared, extra) for r in responses), return_exceptions=True
+            *(self._call_webhook(r, prepared, extra) for r in responses), return_exceptions=True
         )
         out: list[Any] = []
         for result in results:
@@ -181,7 +181,7 @@ class WebhookVerifier(AsyncVerifier):
                 raise result  # cancellation
         return out
 
-    async def _one(self, response: str, reference: Any, options: dict[str, Any]) -> Check:
+    async def _call_webhook(self, response: str, reference: Any, options: dict[str, Any]) -> Check:
         settings = self.runtime.settings
         url = self.spec.url
         if not host_allowed(url, settings.webhook_allowed_hosts):

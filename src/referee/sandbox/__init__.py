@@ -1,1 +1,36 @@
-"""Docker sandbox for untrusted code."""
+"""Docker sandbox for untrusted code: warm hardened containers, an in-container supervisor,
+and the judges that turn a finished test into a verdict.
+
+Other packages use only the names below (enforced by tests/test_layering.py).
+"""
+
+from referee.sandbox import judge
+from referee.sandbox.languages import LANGUAGES, Language
+from referee.sandbox.pool import SandboxPool
+from referee.sandbox.protocol import (
+    Job,
+    Judgement,
+    RunResult,
+    SandboxUnavailable,
+    TestInput,
+    TestRun,
+    TestVerdict,
+)
+from referee.sandbox.run_limits import Limits
+from referee.sandbox.settings import SandboxSettings
+
+__all__ = [
+    "LANGUAGES",
+    "Job",
+    "Judgement",
+    "Language",
+    "Limits",
+    "RunResult",
+    "SandboxPool",
+    "SandboxSettings",
+    "SandboxUnavailable",
+    "TestInput",
+    "TestRun",
+    "TestVerdict",
+    "judge",
+]

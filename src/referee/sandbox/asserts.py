@@ -37,6 +37,7 @@ from referee.sandbox.hosteval import (
     UnsupportedAssert,
     isinstance_,
 )
+from referee.sandbox.protocol import Judgement
 from referee.sandbox.tagged import OpaqueValue, decode_tagged
 
 __all__ = ["AssertTest", "UnsupportedAssert", "judge_assert", "plan_asserts"]
@@ -300,7 +301,7 @@ def _decode_value(raw: Any) -> Any:
     return decode_tagged(raw)
 
 
-def judge_assert(test: AssertTest, payload: Any) -> tuple[str, str | None]:
+def judge_assert(test: AssertTest, payload: Any) -> Judgement:
     """(verdict, reason) of one assert from the harness payload (candidate-controlled data)."""
     if not isinstance(payload, dict):
         return "wrong_answer", "the test produced no result"

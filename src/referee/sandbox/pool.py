@@ -24,8 +24,8 @@ from typing import Any
 import structlog
 
 from referee.sandbox.container import SandboxContainer, StreamLost
+from referee.sandbox.hardening import LABEL, container_create_kwargs
 from referee.sandbox.image import image_ref
-from referee.sandbox.limits import LABEL, container_create_kwargs
 from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestRun, encode_request
 from referee.sandbox.settings import SandboxSettings, docker_module
 

@@ -6,10 +6,11 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
+from referee.sandbox.hardening import CANDIDATE_ENV
 from referee.sandbox.languages import Language
-from referee.sandbox.limits import CANDIDATE_ENV, Limits
+from referee.sandbox.run_limits import Limits
 
 
 class SandboxUnavailable(RuntimeError):
@@ -25,6 +26,20 @@ class TestInput:
     spec: bytes | None = None
 
 
+# How one test was judged. Candidate-caused failures are verdicts like any other; only the
+# infrastructure (no container, a lost stream) yields no verdict at all.
+TestVerdict = Literal[
+    "accepted",
+    "wrong_answer",
+    "runtime_error",
+    "compile_error",
+    "time_limit_exceeded",
+    "memory_limit_exceeded",
+    "output_limit_exceeded",
+]
+Judgement = tuple[TestVerdict, str | None]  # (verdict, reason)
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One submission: a program and all its tests (one container)."""
@@ -36,7 +51,7 @@ class Job:
     limits: Limits
     # Judges one finished test as soon as it arrives, in a worker thread: (verdict, reason).
     # With it, the pool keeps only a short prefix of each test's output (not MAX_TESTS x cap).
-    judge: Callable[[int, TestRun], tuple[str, str | None]] | None = None
+    judge: Callable[[int, TestRun], Judgement] | None = None
 
 
 @dataclass(slots=True)
@@ -62,7 +77,7 @@ class TestRun:
     tampered: bool = False
     clean: bool = True
     note: str | None = None
-    verdict: tuple[str, str | None] | None = None  # set when the job's judge already ran
+    verdict: Judgement | None = None  # set when the job's judge already ran
 
     @classmethod
     def from_message(cls, msg: dict[str, Any]) -> TestRun:

@@ -41,7 +41,6 @@ OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.
 CGROUP_PEAK = ("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", "/sys/fs/cgroup/memory.peak")
 CGROUP_USAGE = ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory.current")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
-STDERR_TAIL = 4096
 CHUNK = 65536
 REAP_GRACE_S = 3.0
 PR_SET_DUMPABLE = 4
@@ -166,140 +165,27 @@ class Supervisor:
 
     def run(self, argv, env, limits, stdin_data, timeout_s, out_cap, err_keep, spec=None, result_cap=None):
         """Run one child to completion; return the raw facts of how it ended."""
-        pipes: list[int] = []
-
-        def mkpipe():
-            r, w = os.pipe()
-            pipes.extend((r, w))
-            return r, w
-
-        in_r, in_w = mkpipe()
-        out_r, out_w = mkpipe()
-        err_r, err_w = mkpipe()
-        extra = []
-        spec_w = res_r = None
-        if spec is not None:
-            spec_r, spec_w = mkpipe()
-            res_r, res_w = mkpipe()
-            extra = [spec_r, res_w]
+        child = ChildRun(self, stdin_data, out_cap, err_keep, spec, result_cap)
         oom_before = read_oom_kills()
         self.peak_rss_kb = 0
         sup_rss_before = self_rss_kb()
         cg_peak_before, cg_usage_before = read_int(CGROUP_PEAK), read_int(CGROUP_USAGE)
         started = time.monotonic()
-        pid = self.spawn(argv, env, limits, in_r, out_w, err_w, extra)
-        for fd in (in_r, out_w, err_w, *extra):
-            os.close(fd)
-        sel = selectors.DefaultSelector()
-        outputs = {out_r: bytearray(), err_r: bytearray()}
-        caps = {out_r: out_cap, err_r: None}
-        if res_r is not None:
-            outputs[res_r] = bytearray()
-            caps[res_r] = result_cap or out_cap
-        for fd in outputs:
-            os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_READ)
-        writes = {in_w: memoryview(stdin_data)}
-        if spec_w is not None:
-            writes[spec_w] = memoryview(spec)
-        for fd in writes:
-            os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_WRITE)
-        sel.register(self.wake_r, selectors.EVENT_READ)
-        deadline = started + timeout_s
-        status = rusage = None
-        ended = None
-        over = None
-
-        def drain(fd):
-            nonlocal over
-            buf = outputs[fd]
-            while True:
-                try:
-                    chunk = os.read(fd, CHUNK)
-                except BlockingIOError:
-                    return True
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    sel.unregister(fd)
-                    return False
-                buf += chunk
-                cap = caps[fd]
-                if cap is None:
-                    if len(buf) > 2 * err_keep:
-                        del buf[:-err_keep]
-                elif len(buf) > cap:
-                    del buf[cap + 1 :]
-                    over = over or ("result_limit" if fd == res_r else "output_limit")
-                    return True
-
-        def reap():
-            nonlocal status, rusage, ended
-            while True:
-                try:
-                    got, st, ru = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    return
-                if got == 0:
-                    return
-                self.note_rusage(ru)
-                if got == pid:
-                    status, rusage, ended = st, ru, time.monotonic()
-
-        while status is None and over is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                over = "timeout"
-                break
-            for key, _ in sel.select(remaining):
-                fd = key.fd
-                if fd == self.wake_r:
-                    try:
-                        while os.read(fd, 512):
-                            pass
-                    except BlockingIOError:
-                        pass
-                    reap()
-                elif fd in writes:
-                    view = writes[fd]
-                    try:
-                        view = view[os.write(fd, view[:CHUNK]) :]
-                    except BlockingIOError:
-                        continue
-                    except OSError:  # the child closed its end: it does not want more
-                        view = view[:0]
-                    writes[fd] = view
-                    if not view:
-                        sel.unregister(fd)
-                        os.close(fd)
-                        pipes.remove(fd)
-                        del writes[fd]
-                elif fd in outputs and fd in sel.get_map():
-                    drain(fd)
+        child.start(argv, env, limits)
+        child.pump(started + timeout_s)
         # The verdict is decided by the main process: whatever it left behind dies now,
         # before we read what is still buffered in the pipes.
         clean = self.kill_everything()
-        for fd in outputs:
-            if fd in sel.get_map():
-                drain(fd)
-        sel.close()
-        for fd in pipes:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        child.finish()
         oom_after = read_oom_kills()
-        cg_peak_after = read_int(CGROUP_PEAK)
-        tree_peak_kb = None
-        if None not in (cg_peak_before, cg_usage_before, cg_peak_after) and cg_peak_after > cg_peak_before:
-            # The container's peak rose during this test: the test's tree peak is that peak
-            # minus what was charged before it started, minus what this supervisor itself
-            # grew by (its output buffers). Both subtractions can only under-estimate.
-            grown = max(0, self_rss_kb() - sup_rss_before)
-            tree_peak_kb = max(0, (cg_peak_after - cg_usage_before) // 1024 - grown)
+        tree_peak_kb = self.tree_peak_kb(cg_peak_before, cg_usage_before, sup_rss_before)
+        status, rusage = child.status, child.rusage
         cpu_s = rusage.ru_utime + rusage.ru_stime if rusage is not None else None
-        elapsed = (ended or time.monotonic()) - started
+        elapsed = (child.ended or time.monotonic()) - started
+        stdout, stderr = child.outputs[child.out_r], child.outputs[child.err_r]
         result = {
-            "status": over or ("signaled" if status is not None and os.WIFSIGNALED(status) else "exited"),
+            "status": child.over
+            or ("signaled" if status is not None and os.WIFSIGNALED(status) else "exited"),
             "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
             "time_s": round(elapsed, 6),
@@ -307,14 +193,25 @@ class Supervisor:
             "tree_peak_kb": tree_peak_kb,
             "cpu_s": round(cpu_s, 6) if cpu_s is not None else None,
             "oom": bool(oom_before is not None and oom_after is not None and oom_after > oom_before),
-            "stdout": b64(outputs[out_r][:out_cap]),
-            "stdout_bytes": len(outputs[out_r]),
-            "stderr": b64(outputs[err_r][-err_keep:]),
+            "stdout": b64(stdout[:out_cap]),
+            "stdout_bytes": len(stdout),
+            "stderr": b64(stderr[-err_keep:]),
             "clean": clean,
         }
-        if res_r is not None:
-            result["result"] = b64(outputs[res_r][: result_cap or out_cap])
+        if child.res_r is not None:
+            result["result"] = b64(child.outputs[child.res_r][: result_cap or out_cap])
         return result
+
+    def tree_peak_kb(self, cg_peak_before, cg_usage_before, sup_rss_before):
+        """The test's process tree peak from the container's memory cgroup, if it rose."""
+        cg_peak_after = read_int(CGROUP_PEAK)
+        if None in (cg_peak_before, cg_usage_before, cg_peak_after) or cg_peak_after <= cg_peak_before:
+            return None
+        # The container's peak rose during this test: the test's tree peak is that peak
+        # minus what was charged before it started, minus what this supervisor itself
+        # grew by (its output buffers). Both subtractions can only under-estimate.
+        grown = max(0, self_rss_kb() - sup_rss_before)
+        return max(0, (cg_peak_after - cg_usage_before) // 1024 - grown)
 
     # -- work dir --------------------------------------------------------------------------
 
@@ -344,6 +241,137 @@ class Supervisor:
             fd = os.open(os.path.join(WORK, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
+
+
+class ChildRun:
+    """One child process from spawn to its last byte: its pipes, the select loop that feeds
+    stdin (and the spec) and drains stdout/stderr (and the result channel) under their caps,
+    and the wall clock. Output beyond a cap ends the run at once (`over`)."""
+
+    sel: selectors.BaseSelector  # set by start(), after the fork: the child never inherits it
+
+    def __init__(self, sup, stdin_data, out_cap, err_keep, spec, result_cap):
+        self.sup = sup
+        self.err_keep = err_keep
+        self.pipes = []
+        self.in_r, self.in_w = self.pipe()
+        self.out_r, self.out_w = self.pipe()
+        self.err_r, self.err_w = self.pipe()
+        self.extra = []
+        self.spec_w = self.res_r = None
+        if spec is not None:
+            spec_r, self.spec_w = self.pipe()
+            self.res_r, res_w = self.pipe()
+            self.extra = [spec_r, res_w]
+        self.outputs = {self.out_r: bytearray(), self.err_r: bytearray()}
+        self.caps = {self.out_r: out_cap, self.err_r: None}
+        if self.res_r is not None:
+            self.outputs[self.res_r] = bytearray()
+            self.caps[self.res_r] = result_cap or out_cap
+        self.writes = {self.in_w: memoryview(stdin_data)}
+        if self.spec_w is not None:
+            self.writes[self.spec_w] = memoryview(spec)
+        self.pid = None
+        self.status = self.rusage = self.ended = None
+        self.over = None  # timeout | output_limit | result_limit
+
+    def pipe(self):
+        r, w = os.pipe()
+        self.pipes.extend((r, w))
+        return r, w
+
+    def start(self, argv, env, limits):
+        self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra)
+        for fd in (self.in_r, self.out_w, self.err_w, *self.extra):
+            os.close(fd)
+        self.sel = selectors.DefaultSelector()
+        for fd in self.outputs:
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ)
+        for fd in self.writes:
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_WRITE)
+        self.sel.register(self.sup.wake_r, selectors.EVENT_READ)
+
+    def pump(self, deadline):
+        """Until the child exits, overruns the clock or a cap."""
+        while self.status is None and self.over is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.over = "timeout"
+                break
+            for key, _ in self.sel.select(remaining):
+                fd = key.fd
+                if fd == self.sup.wake_r:
+                    try:
+                        while os.read(fd, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    self.reap()
+                elif fd in self.writes:
+                    self.feed(fd)
+                elif fd in self.outputs and fd in self.sel.get_map():
+                    self.drain(fd)
+
+    def feed(self, fd):
+        view = self.writes[fd]
+        try:
+            view = view[os.write(fd, view[:CHUNK]) :]
+        except BlockingIOError:
+            return
+        except OSError:  # the child closed its end: it does not want more
+            view = view[:0]
+        self.writes[fd] = view
+        if not view:
+            self.sel.unregister(fd)
+            os.close(fd)
+            self.pipes.remove(fd)
+            del self.writes[fd]
+
+    def drain(self, fd):
+        buf = self.outputs[fd]
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.sel.unregister(fd)
+                return False
+            buf += chunk
+            cap = self.caps[fd]
+            if cap is None:
+                if len(buf) > 2 * self.err_keep:
+                    del buf[: -self.err_keep]
+            elif len(buf) > cap:
+                del buf[cap + 1 :]
+                self.over = self.over or ("result_limit" if fd == self.res_r else "output_limit")
+                return True
+
+    def reap(self):
+        while True:
+            try:
+                got, st, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if got == 0:
+                return
+            self.sup.note_rusage(ru)
+            if got == self.pid:
+                self.status, self.rusage, self.ended = st, ru, time.monotonic()
+
+    def finish(self):
+        """After everything was killed: read what is still buffered, close every fd."""
+        for fd in self.outputs:
+            if fd in self.sel.get_map():
+                self.drain(fd)
+        self.sel.close()
+        for fd in self.pipes:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def child_limits(req, time_s, file_mb):

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from referee.advantages import group_advantages
+from referee.errors import InputError
 from referee.models import (
     AdvantageConfig,
     GroupResult,
@@ -26,21 +28,12 @@ from referee.models import (
     VerdictStatus,
     VerifierComponent,
 )
-from referee.scoring.advantages import group_advantages
-from referee.scoring.pool import TaskOutcome, WorkerPool
+from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool
 from referee.settings import Settings
-from referee.verifiers.base import AsyncVerifier, Check, Verifier, VerifierError
-from referee.verifiers.registry import Registry
+from referee.verifiers.base import AsyncVerifier, Check, Resources, Verifier, VerifierError
+from referee.verifiers.installed import InstalledVerifiers
 
 Loc = tuple[str | int, ...]
-
-
-class InputError(Exception):
-    """The request is well-formed JSON but cannot be scored; `errors` name the fields."""
-
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
-        super().__init__("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
-        self.errors = errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,19 +59,19 @@ class Scorer:
     def __init__(
         self,
         settings: Settings,
-        registry: Registry,
+        installed: InstalledVerifiers,
         pool: WorkerPool,
-        resources: Mapping[str, Any] | None = None,
+        resources: Resources | None = None,
         observer: Callable[[Verdict, str], None] | None = None,
         resolver: Callable[[str], Verifier] | None = None,
     ) -> None:
         self.settings = settings
-        self.registry = registry
+        self.installed = installed
         # Name -> verifier. The service passes its catalog's resolver (built-ins, then types
         # registered through the API, `name@N` pinned); raises UnknownVerifier.
-        self.resolve: Callable[[str], Verifier] = resolver or registry.get
+        self.resolve: Callable[[str], Verifier] = resolver or installed.get
         self.pool = pool
-        self.resources: dict[str, Any] = dict(resources or {})
+        self.resources = resources or Resources()
         self._observe = observer or (lambda verdict, name: None)
 
     # ---- validation ----------------------------------------------------------------------
@@ -162,7 +155,7 @@ class Scorer:
         return verdicts
 
     def _verdict(self, qualified: str, verifier: Verifier, outcome: TaskOutcome) -> Verdict:
-        status = VerdictStatus.ok if outcome.kind in ("ok", "memory", "timeout") else VerdictStatus.error
+        status = VerdictStatus.ok if outcome.kind in VERDICT_KINDS else VerdictStatus.error
         score = outcome.score if status is VerdictStatus.ok else None
         reason = outcome.reason
         low, high = verifier.score_range

@@ -3,7 +3,7 @@
 pebble kills the worker running a task that overstays its timeout and starts a replacement;
 SIGALRM-based timeouts (Math-Verify's) cannot do this off the main thread, and a thread cannot
 be killed at all. Workers are forked from a forkserver that has already imported the
-verifiers, so a replacement is ready in milliseconds instead of re-importing sympy.
+verifiers, so a replacement is ready in milliseconds instead of re-importing every verifier module.
 """
 
 from __future__ import annotations
@@ -12,25 +12,36 @@ import asyncio
 import multiprocessing
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import pebble
 
+from referee.errors import DomainError, ErrorKind
 from referee.scoring import worker
 from referee.settings import Settings
-from referee.verifiers.registry import BUILTIN_MODULES
+from referee.verifiers import BUILTIN_MODULES
+
+# What became of one verdict task: the worker's own kinds, or what the pool saw happen to it
+# ("timeout": killed at the hard limit, score 0; "crashed": the worker died, no verdict).
+OutcomeKind = Literal["ok", "memory", "error", "timeout", "crashed"]
+# Outcomes that are verdicts on the response (the rest mean no verdict could be reached).
+VERDICT_KINDS: frozenset[OutcomeKind] = frozenset({"ok", "memory", "timeout"})
 
 
 @dataclass(frozen=True, slots=True)
 class TaskOutcome:
-    kind: str  # "ok" | "memory" | "error" | "timeout" | "crashed"
+    kind: OutcomeKind
     score: float | None
     reason: str | None
-    details: dict
+    details: dict[str, Any]
     elapsed_ms: float
 
 
-class PoolOverloaded(Exception):
+class PoolOverloaded(DomainError):
     """More verdicts are pending than the configured back-pressure limit."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorKind.overloaded, "overloaded", message, retry_after_s=1)
 
 
 class WorkerPool:

@@ -1,6 +1,6 @@
 """Code that runs inside verifier worker processes.
 
-Each worker builds the same registry as the service (built-ins, configured extras, plugins) in
+Each worker builds the same index of installed verifiers as the service (built-ins, configured extras, plugins) in
 its initializer, so tasks carry only names and JSON, never pickled verifier objects. Parsed
 references are cached per worker: a group of N responses spread over W workers parses its
 reference at most W times, and a gold that recurs across steps (datasets repeat prompts every
@@ -13,29 +13,29 @@ import json
 import resource
 import time
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from referee.verifiers.base import Check, Verifier
-from referee.verifiers.registry import Registry, build_registry, import_object
+from referee.verifiers.installed import InstalledVerifiers, import_object, load_installed
 
-_registry: Registry | None = None
+_installed: InstalledVerifiers | None = None
 
 
 def init_worker(extra_verifiers: list[str], load_plugins: bool, memory_mb: int) -> None:
-    """pebble pool initializer: cap memory, build the registry, warm caches."""
-    global _registry
+    """pebble pool initializer: cap memory, load the installed verifiers, warm caches."""
+    global _installed
     limit = memory_mb * 1024 * 1024
     # RLIMIT_AS turns a runaway allocation into MemoryError instead of the kernel's OOM killer
     # picking some process of the host.
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _registry = build_registry(extra_verifiers, plugins=load_plugins)
+    _installed = load_installed(extra_verifiers, plugins=load_plugins)
 
 
-def _get_registry() -> Registry:
-    global _registry
-    if _registry is None:  # direct use without the pool (tests, benchmarks)
-        _registry = build_registry()
-    return _registry
+def _get_installed() -> InstalledVerifiers:
+    global _installed
+    if _installed is None:  # direct use without the pool (tests, benchmarks)
+        _installed = load_installed()
+    return _installed
 
 
 WorkerRef = str | tuple[str, str]
@@ -50,7 +50,7 @@ def _from_factory(factory_path: str, spec_json: str) -> Verifier:
 
 def resolve(ref: WorkerRef) -> Verifier:
     if isinstance(ref, str):
-        return _get_registry().get(ref)
+        return _get_installed().get(ref)
     return _from_factory(*ref)
 
 
@@ -65,7 +65,8 @@ def _prepared(ref: WorkerRef, reference_json: str, options_json: str) -> tuple[V
 # A task result travels back as a plain tuple: (kind, score, reason, details, elapsed_ms).
 # kind is "ok" (a Check), "memory" (the check ran out of memory: score 0) or "error" (the
 # verifier raised: no verdict).
-TaskResult = tuple[str, float | None, str | None, dict[str, Any], float]
+WorkerOutcomeKind = Literal["ok", "memory", "error"]
+TaskResult = tuple[WorkerOutcomeKind, float | None, str | None, dict[str, Any], float]
 
 
 def run_check(ref: WorkerRef, reference_json: str, options_json: str, response: str) -> TaskResult:
@@ -90,7 +91,7 @@ def run_check(ref: WorkerRef, reference_json: str, options_json: str, response: 
 
 def ping() -> int:
     """Warm-up / health probe task."""
-    return len(_get_registry())
+    return len(_get_installed())
 
 
 def _ms(start: float) -> float:

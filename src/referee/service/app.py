@@ -6,55 +6,50 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request, Response
 
 import referee
 from referee.logs import ensure_logging
-from referee.registered.catalog import Catalog
-from referee.registered.store import SQLiteStore
-from referee.scoring.engine import Scorer
-from referee.scoring.pool import WorkerPool
+from referee.registered import SQLiteStore, VerifierCatalog
+from referee.sandbox import SandboxPool, SandboxSettings
+from referee.scoring import Scorer, WorkerPool
 from referee.service.auth import install_auth
+from referee.service.body_limit import BodySizeLimit
 from referee.service.errors import install_error_handlers
-from referee.service.limits import BodySizeLimit
 from referee.service.metrics import Metrics
 from referee.service.routes import router
-from referee.service.routes_registry import router as registry_router
+from referee.service.routes_registration import router as registration_router
 from referee.settings import Settings
-from referee.verifiers.registry import build_registry
+from referee.verifiers import Resources, load_installed
 
 log = structlog.get_logger(__name__)
 
 
-async def _start_sandbox(settings: Settings) -> Any:
+async def _start_sandbox(settings: Settings) -> SandboxPool | None:
     """The code sandbox is a resource of the `code` verifier. It never blocks start-up: if
     Docker is unreachable, the pool records why and code verdicts come back as errors."""
     if not settings.sandbox:
         return None
-    from referee.sandbox.pool import SandboxPool
-    from referee.sandbox.settings import SandboxSettings
-
     pool = SandboxPool(SandboxSettings())
     await pool.start()
     return pool
 
 
-def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | None = None) -> FastAPI:
-    """Build the app. `resources` (e.g. {"sandbox": pool}) override those started by default."""
+def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
+    """Build the app. Given `resources` (a sandbox the caller owns) replace those the app
+    would otherwise start and stop itself."""
     settings = settings or Settings()
     ensure_logging(settings.log_level, settings.log_json)
-    registry = build_registry(settings.extra_verifiers, plugins=settings.load_plugins)
+    installed = load_installed(settings.extra_verifiers, plugins=settings.load_plugins)
     pool = WorkerPool(settings)
     metrics = Metrics(pool)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
-    catalog = Catalog(settings, registry, SQLiteStore(settings.db_path))
+    catalog = VerifierCatalog(settings, installed, SQLiteStore(settings.db_path))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owned: dict[str, Any] = {}
         # Everything started here is stopped on the way out, even if a later start-up step
         # (warm-up, the sandbox) fails or one of the closes raises.
         async with contextlib.AsyncExitStack() as stack:
@@ -62,17 +57,17 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
             stack.push_async_callback(catalog.aclose)
             pool.start()
             await pool.warm_up()
-            given = dict(resources or {})
-            if "sandbox" not in given:
+            in_use = resources
+            if in_use is None:
                 sandbox = await _start_sandbox(settings)
                 if sandbox is not None:
-                    owned["sandbox"] = sandbox
                     stack.push_async_callback(sandbox.close)
+                in_use = Resources(sandbox=sandbox)
             app.state.scorer = Scorer(
                 settings,
-                registry,
+                installed,
                 pool,
-                resources={**owned, **given},
+                resources=in_use,
                 observer=metrics.observe_verdict,
                 resolver=catalog.resolve,
             )
@@ -88,12 +83,11 @@ def create_app(settings: Settings | None = None, *, resources: dict[str, Any] | 
     )
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.registry = registry
     app.state.catalog = catalog
     install_error_handlers(app)
     auth = install_auth(app, settings)
     app.include_router(router)
-    app.include_router(registry_router)
+    app.include_router(registration_router)
 
     @app.middleware("http")
     async def _count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -17,10 +17,10 @@ from enum import Enum
 
 import structlog
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from referee.service.errors import error_response
+from referee.errors import DomainError, ErrorKind
+from referee.service.errors import domain_error_response
 from referee.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -31,10 +31,9 @@ class Role(Enum):
     admin = "admin"
 
 
-class AuthError(Exception):
-    def __init__(self, status: int, error: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.error, self.message = status, error, message
+class AuthError(DomainError):
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(kind, "unauthorized" if kind is ErrorKind.unauthenticated else "forbidden", message)
 
 
 def _digest(key: str) -> bytes:
@@ -69,7 +68,7 @@ class Auth:
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise AuthError(401, "unauthorized", "missing `Authorization: Bearer <key>` header")
+            raise AuthError(ErrorKind.unauthenticated, "missing `Authorization: Bearer <key>` header")
         candidate = _digest(token)
         is_admin = self._matches(candidate, self._admin)
         is_api = self._matches(candidate, self._api)
@@ -77,29 +76,14 @@ class Auth:
             return Role.admin
         if is_api:
             return Role.client
-        raise AuthError(401, "unauthorized", "unknown key")
+        raise AuthError(ErrorKind.unauthenticated, "unknown key")
 
     def require(self, request: Request, role: Role) -> None:
         if self.open:
             return
         got = self.role_of(request.headers.get("authorization"))
         if role is Role.admin and got is not Role.admin:
-            raise AuthError(403, "forbidden", "this operation needs an admin key")
-
-
-def _auth(request: Request) -> Auth:
-    auth: Auth = request.app.state.auth
-    return auth
-
-
-async def require_client(request: Request) -> None:
-    """Dependency of scoring and catalog reads: an API or admin key (when keys are configured)."""
-    _auth(request).require(request, Role.client)
-
-
-async def require_admin(request: Request) -> None:
-    """Dependency of registration and deletion: an admin key (when keys are configured)."""
-    _auth(request).require(request, Role.admin)
+            raise AuthError(ErrorKind.forbidden, "this operation needs an admin key")
 
 
 class KeyGate:
@@ -117,22 +101,14 @@ class KeyGate:
             try:
                 self.auth.role_of(header)
             except AuthError as exc:
-                response = error_response(
-                    exc.status, exc.error, exc.message, None, **{"WWW-Authenticate": "Bearer"}
-                )
-                await response(scope, receive, send)
+                await domain_error_response(exc)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
 def install_auth(app: FastAPI, settings: Settings) -> Auth:
+    """Refusals are `AuthError`s, answered by the service's one `DomainError` handler."""
     auth = Auth(settings)
     app.state.auth = auth
     app.add_middleware(KeyGate, auth=auth)
-
-    @app.exception_handler(AuthError)
-    async def _auth_error(request: Request, exc: AuthError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
-        return error_response(exc.status, exc.error, exc.message, None, **headers)
-
     return auth

@@ -1,4 +1,8 @@
-"""Every error leaves the service as JSON (`ErrorBody`), never as a traceback."""
+"""Every error leaves the service as JSON (`ErrorBody`), never as a traceback.
+
+One convention: the packages below the service raise `referee.errors.DomainError` with a kind;
+`STATUS` below is the only place where a kind becomes an HTTP status code.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from referee.scoring.engine import InputError
-from referee.scoring.pool import PoolOverloaded
-from referee.verifiers.registry import UnknownVerifier
+from referee.errors import DomainError, ErrorKind
+from referee.models import ErrorBody
 
 log = structlog.get_logger(__name__)
 
@@ -20,6 +23,46 @@ log = structlog.get_logger(__name__)
 def error_response(status: int, error: str, message: str, detail: Any = None, **headers: str) -> JSONResponse:
     body = {"error": error, "message": message, "detail": detail}
     return JSONResponse(status_code=status, content=body, headers=headers or None)
+
+
+STATUS: dict[ErrorKind, int] = {
+    ErrorKind.invalid: 422,
+    ErrorKind.not_found: 404,
+    ErrorKind.conflict: 409,
+    ErrorKind.unauthenticated: 401,
+    ErrorKind.forbidden: 403,
+    ErrorKind.overloaded: 503,
+    ErrorKind.unavailable: 503,
+}
+
+
+_DESCRIPTIONS = {
+    401: "Missing or unknown key",
+    403: "The key is not an admin key",
+    404: "Unknown verifier",
+    409: "A built-in verifier's name",
+    413: "Body too large",
+    422: "Invalid request; `detail` names the fields",
+    503: "Overloaded; retry after the Retry-After header",
+}
+
+
+def documented(*codes: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error codes, all with the `ErrorBody` schema;
+    `descriptions` (keyed `d422=...`) replace the default wording for a route."""
+    return {
+        code: {"model": ErrorBody, "description": descriptions.get(f"d{code}", _DESCRIPTIONS[code])}
+        for code in codes
+    }
+
+
+def domain_error_response(exc: DomainError) -> JSONResponse:
+    headers: dict[str, str] = {}
+    if exc.kind is ErrorKind.unauthenticated:
+        headers["WWW-Authenticate"] = "Bearer"
+    if exc.retry_after_s is not None:
+        headers["Retry-After"] = f"{max(1, round(exc.retry_after_s))}"
+    return error_response(STATUS[exc.kind], exc.code, exc.message, exc.detail, **headers)
 
 
 def _clean_validation_errors(errors: Any) -> list[dict[str, Any]]:
@@ -39,17 +82,9 @@ def install_error_handlers(app: FastAPI) -> None:
         where = ", ".join(".".join(map(str, d["loc"])) for d in detail[:5])
         return error_response(422, "validation_error", f"invalid request: {where}", detail)
 
-    @app.exception_handler(InputError)
-    async def _input(request: Request, exc: InputError) -> JSONResponse:
-        return error_response(422, "validation_error", str(exc), exc.errors)
-
-    @app.exception_handler(UnknownVerifier)
-    async def _unknown(request: Request, exc: UnknownVerifier) -> JSONResponse:
-        return error_response(404, "unknown_verifier", str(exc), {"known": exc.known})
-
-    @app.exception_handler(PoolOverloaded)
-    async def _overloaded(request: Request, exc: PoolOverloaded) -> JSONResponse:
-        return error_response(503, "overloaded", str(exc), None, **{"Retry-After": "1"})
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        return domain_error_response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from referee.errors import DomainError, ErrorKind
+from referee.grouping import chunk_groups
 from referee.models import (
     AdvantageConfig,
     BatchScoreRequest,
     BatchScoreResponse,
-    ErrorBody,
+    GroupResult,
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
@@ -22,44 +25,14 @@ from referee.models import (
     VerifierInfo,
     VerifierList,
 )
-from referee.registered.catalog import Catalog
-from referee.scoring.engine import Scorer
-from referee.service.auth import require_client
-from referee.service.errors import error_response
-from referee.service.metrics import Metrics
-from referee.trainer_adapter.openrlhf import OpenRLHFRequest, OpenRLHFResponse, openrlhf_rewards
-from referee.trainer_adapter.rewarder import GroupRewarder
-from referee.verifiers.base import Verifier
+from referee.service.deps import CLIENT, CatalogDep, MetricsDep, ScorerDep
+from referee.service.errors import documented
+from referee.service.openrlhf import OpenRLHFRequest, OpenRLHFResponse, openrlhf_rewards
+from referee.verifiers import Verifier
 
 router = APIRouter()
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorBody, "description": "Unknown verifier"},
-    413: {"model": ErrorBody, "description": "Body too large"},
-    422: {"model": ErrorBody, "description": "Invalid request; `detail` names the fields"},
-    503: {"model": ErrorBody, "description": "Overloaded; retry after the Retry-After header"},
-}
-
-
-def get_scorer(request: Request) -> Scorer:
-    scorer: Scorer = request.app.state.scorer
-    return scorer
-
-
-def get_metrics(request: Request) -> Metrics:
-    metrics: Metrics = request.app.state.metrics
-    return metrics
-
-
-def get_catalog(request: Request) -> Catalog:
-    catalog: Catalog = request.app.state.catalog
-    return catalog
-
-
-ScorerDep = Annotated[Scorer, Depends(get_scorer)]
-CatalogDep = Annotated[Catalog, Depends(get_catalog)]
-# Scoring and catalog reads need an API or admin key once keys are configured.
-_CLIENT = [Depends(require_client)]
+_ERRORS = documented(404, 413, 422, 503)
 
 
 @router.post(
@@ -67,7 +40,7 @@ _CLIENT = [Depends(require_client)]
     response_model=Verdict | BatchScoreResponse,
     responses=_ERRORS,
     tags=["scoring"],
-    dependencies=_CLIENT,
+    dependencies=CLIENT,
 )
 async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdict | BatchScoreResponse:
     """Score one response, or a batch of independent items (`{"items": [...]}`)."""
@@ -78,7 +51,7 @@ async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdic
 
 
 @router.post(
-    "/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"], dependencies=_CLIENT
+    "/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"], dependencies=CLIENT
 )
 async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
@@ -98,11 +71,11 @@ def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
     )
 
 
-@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"], dependencies=_CLIENT)
+@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"], dependencies=CLIENT)
 async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList:
     """Built-ins, then registered types (kind declarative/python/webhook, latest version)."""
-    registry = scorer.registry
-    builtin = [verifier_info(v, registry.kind(v.name)) for v in registry]
+    installed = scorer.installed
+    builtin = [verifier_info(v, installed.kind(v.name)) for v in installed]
     return VerifierList(verifiers=builtin + [verifier_info(v, catalog.kind(v)) for v in catalog.registered()])
 
 
@@ -111,7 +84,7 @@ async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList
     response_model=VerifierInfo,
     responses=_ERRORS,
     tags=["verifiers"],
-    dependencies=_CLIENT,
+    dependencies=CLIENT,
 )
 async def get_verifier(name: str, catalog: CatalogDep) -> VerifierInfo:
     """One verifier; `name@N` pins a registered type's version."""
@@ -119,16 +92,9 @@ async def get_verifier(name: str, catalog: CatalogDep) -> VerifierInfo:
     return verifier_info(verifier, catalog.kind(verifier))
 
 
-class _InProcessScorer:
-    """The GroupScorer protocol of the trainer adapters, served by this process's Scorer."""
-
-    def __init__(self, scorer: Scorer) -> None:
-        self._scorer = scorer
-
-    async def score_groups(
-        self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
-    ) -> GroupsResponse:
-        return GroupsResponse(groups=await self._scorer.score_groups(groups, advantage or AdvantageConfig()))
+# OpenRLHF sends a whole rollout batch in one request; scored in bounded chunks (as the
+# trainer adapters do over HTTP) so it never hits the per-request group limit.
+_OPENRLHF_MAX_RESPONSES = 2048
 
 
 @router.post(
@@ -136,14 +102,14 @@ class _InProcessScorer:
     response_model=OpenRLHFResponse,
     responses=_ERRORS,
     tags=["adapters"],
-    dependencies=_CLIENT,
+    dependencies=CLIENT,
 )
 async def openrlhf_reward(
     payload: OpenRLHFRequest,
     scorer: ScorerDep,
     verifier: str = "exact",
     on_error: Literal["fail", "zero"] = "fail",
-) -> OpenRLHFResponse | JSONResponse:
+) -> OpenRLHFResponse:
     """OpenRLHF's remote reward protocol (`--remote_rm_url .../v1/openrlhf/reward`).
 
     Each label is a JSON object string `{"verifier", "reference", "options"?}`, or a plain
@@ -151,16 +117,21 @@ async def openrlhf_reward(
     a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
     is asked for, which reports those samples in `extra_logs.referee_error`.
     """
-    rewarder = GroupRewarder(_InProcessScorer(scorer))
-    result = await openrlhf_rewards(payload, rewarder, default_verifier=verifier)
+
+    async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
+        chunks = chunk_groups(specs, scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES)
+        parts = await asyncio.gather(*(scorer.score_groups(chunk, AdvantageConfig()) for chunk in chunks))
+        return [result for part in parts for result in part]
+
+    result = await openrlhf_rewards(payload, score_groups, default_verifier=verifier)
     failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]
     if failed and on_error == "fail":
-        return error_response(
-            503,
+        raise DomainError(
+            ErrorKind.unavailable,
             "no_verdict",
             f"{len(failed)} of {len(payload.query)} samples got no verdict; refusing to send fake rewards",
             {"samples": failed[:100]},
-            **{"Retry-After": "5"},
+            retry_after_s=5,
         )
     return result
 
@@ -171,13 +142,13 @@ async def livez() -> dict[str, str]:
 
 
 @router.get("/readyz", tags=["health"])
-async def readyz(request: Request, scorer: ScorerDep) -> JSONResponse:
+async def readyz(scorer: ScorerDep) -> JSONResponse:
     """Ready when the worker pool runs; the sandbox is reported (code verdicts need it) but
     does not make the service unready: every other verifier keeps working without it."""
     checks: dict[str, dict[str, Any]] = {
         "workers": {"ok": scorer.pool.alive(), "size": scorer.pool.size, "pending": scorer.pool.pending}
     }
-    sandbox = scorer.resources.get("sandbox")
+    sandbox = scorer.resources.sandbox
     if sandbox is not None:
         ok, reason = sandbox.health()
         checks["sandbox"] = {"ok": ok, "reason": reason}
@@ -188,5 +159,5 @@ async def readyz(request: Request, scorer: ScorerDep) -> JSONResponse:
 
 
 @router.get("/metrics", tags=["health"])
-async def metrics(request: Request) -> Response:
-    return Response(generate_latest(get_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)
+async def metrics(metrics: MetricsDep) -> Response:
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,1 +1,10 @@
-"""Reward adapters for trainers and the built-in GRPO loop."""
+"""Reward adapters for trainers (TRL, verl, OpenRLHF-style) and the built-in GRPO loop.
+
+They reach the service only over HTTP, through `referee.client`. Other packages use only the
+names below (enforced by tests/test_layering.py); `trl`, `verl` and `grpo` are imported by
+their full module path, since trainers load them by that path.
+"""
+
+from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, GroupScorer, group_advantages
+
+__all__ = ["GroupRewarder", "GroupRewards", "GroupScorer", "group_advantages"]

@@ -6,17 +6,18 @@ and the service's workers stay busy) and returns, per group, rewards, advantages
 that is False where no verdict could be reached (`status: "error"`): a trainer must leave those
 samples out of the loss instead of learning from a fabricated 0.
 
-This module is plain Python (no torch): the service and light clients may import it.
+This module is plain Python (no torch); it reaches the service only through `referee.client`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from referee.advantages import group_advantages as _service_advantages
+from referee.grouping import VerifierSpec, chunk_groups
 from referee.models import (
     AdvantageConfig,
     GroupResult,
@@ -25,11 +26,7 @@ from referee.models import (
     JSONObject,
     Verdict,
     VerdictStatus,
-    VerifierComponent,
 )
-from referee.scoring.advantages import group_advantages as _service_advantages
-
-VerifierSpec = str | list[VerifierComponent]
 
 
 @runtime_checkable
@@ -74,28 +71,11 @@ class GroupRewards:
 def group_advantages(
     rewards: Sequence[float | None], config: AdvantageConfig | None = None
 ) -> tuple[list[float | None], bool]:
-    """The service's advantage rule (`referee.scoring.advantages`), computed locally: the
+    """The service's advantage rule (`referee.advantages`), computed locally: the
     random-reward control must normalise exactly as the service does."""
     config = config or AdvantageConfig()
     stats = _service_advantages(rewards, config.scale, config.epsilon)
     return stats.advantages, stats.zero_variance
-
-
-def _chunks(groups: list[GroupSpec], max_groups: int, max_responses: int) -> list[list[GroupSpec]]:
-    """Split groups into requests of bounded size; a group is never split (its stats need it whole)."""
-    chunks: list[list[GroupSpec]] = []
-    current: list[GroupSpec] = []
-    size = 0
-    for group in groups:
-        n = len(group.responses)
-        if current and (len(current) >= max_groups or size + n > max_responses):
-            chunks.append(current)
-            current, size = [], 0
-        current.append(group)
-        size += n
-    if current:
-        chunks.append(current)
-    return chunks
 
 
 class GroupRewarder:
@@ -191,7 +171,7 @@ class GroupRewarder:
         if not groups:
             return []
         scorer = self._get_scorer()
-        chunks = _chunks(groups, self.max_groups_per_request, self.max_responses_per_request)
+        chunks = chunk_groups(groups, self.max_groups_per_request, self.max_responses_per_request)
         semaphore = asyncio.Semaphore(self.max_concurrency)
 
         async def one(chunk: list[GroupSpec]) -> GroupsResponse:
@@ -203,67 +183,3 @@ class GroupRewarder:
         if len(results) != len(groups):
             raise RuntimeError(f"service returned {len(results)} groups for {len(groups)} sent")
         return results
-
-
-# --- grouping of flat sample lists (TRL, verl, OpenRLHF hand us flat lists) -----------------
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One flat sample. Samples with equal verifier, reference, options and key share a group."""
-
-    response: str
-    reference: Any
-    verifier: VerifierSpec
-    options: JSONObject = field(default_factory=dict)
-    key: Hashable = None
-
-
-def _canonical(value: Any) -> str:
-    if isinstance(value, list) and value and isinstance(value[0], VerifierComponent):
-        value = [c.model_dump() for c in value]
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[tuple[int, int]]]:
-    """Group flat samples into GroupSpecs; returns the specs and each sample's (group, position).
-
-    Grouping matters twice: the service parses a reference once per group, and the group
-    statistics (mean, std, advantages) are only meaningful over completions of one prompt.
-    """
-    index: dict[tuple[str, str, str, Hashable], int] = {}
-    members: list[list[str]] = []
-    heads: list[Sample] = []
-    where: list[tuple[int, int]] = []
-    for sample in samples:
-        key = (
-            _canonical(sample.verifier),
-            _canonical(sample.reference),
-            _canonical(sample.options),
-            sample.key,
-        )
-        g = index.get(key)
-        if g is None:
-            g = index[key] = len(members)
-            members.append([])
-            heads.append(sample)
-        where.append((g, len(members[g])))
-        members[g].append(sample.response)
-    specs = [
-        GroupSpec(
-            verifier=head.verifier,
-            reference=head.reference,
-            responses=responses,
-            options=head.options if isinstance(head.verifier, str) else {},
-        )
-        for head, responses in zip(heads, members, strict=True)
-    ]
-    return specs, where
-
-
-def scatter_verdicts(results: Sequence[GroupResult], where: Sequence[tuple[int, int]]) -> list[Verdict]:
-    return [results[g].verdicts[j] for g, j in where]
-
-
-def scatter_rewards(results: Sequence[GroupResult], where: Sequence[tuple[int, int]]) -> list[float | None]:
-    return [results[g].rewards[j] for g, j in where]

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from referee.grouping import Sample, VerifierSpec, canonical_key, group_samples, scatter_rewards
 from referee.models import AdvantageConfig, GroupResult, JSONObject
-from referee.trainer_adapter.rewarder import Sample, VerifierSpec, _canonical, group_samples, scatter_rewards
 
 # Keyword arguments TRL adds that are not dataset columns.
 _TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
@@ -93,7 +93,7 @@ class _RefereeRewardBase:
                     verifier=verifiers[i] if verifiers is not None else self.verifier,
                     options=options[i] if options is not None and options[i] is not None else self.options,
                     # Completions of one prompt form one group (prompts may be message lists).
-                    key=_canonical(prompt),
+                    key=canonical_key(prompt),
                 )
             )
         return samples

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from referee.grouping import Sample, group_samples, scatter_verdicts
 from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus
-from referee.trainer_adapter.rewarder import Sample, group_samples, scatter_verdicts
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 

@@ -1,1 +1,42 @@
-"""Verifiers: plain Python, never imports FastAPI."""
+"""Verifiers: plain Python, never FastAPI. `base` says what a verifier is; `installed` finds
+the built-ins, configured extras and entry-point plugins.
+
+Other packages use only the names below (enforced by tests/test_layering.py).
+"""
+
+from referee.verifiers import extract
+from referee.verifiers.base import (
+    AsyncVerifier,
+    Check,
+    CodeSandbox,
+    NoOptions,
+    Resources,
+    Verifier,
+    VerifierError,
+)
+from referee.verifiers.installed import (
+    BUILTIN_MODULES,
+    InstalledVerifiers,
+    UnknownVerifier,
+    import_object,
+    load_installed,
+)
+from referee.verifiers.short_answer import Extraction, select_answer
+
+__all__ = [
+    "BUILTIN_MODULES",
+    "AsyncVerifier",
+    "Check",
+    "CodeSandbox",
+    "Extraction",
+    "InstalledVerifiers",
+    "NoOptions",
+    "Resources",
+    "UnknownVerifier",
+    "Verifier",
+    "VerifierError",
+    "extract",
+    "import_object",
+    "load_installed",
+    "select_answer",
+]

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+if TYPE_CHECKING:
+    from referee.sandbox.protocol import Job, RunResult
+    from referee.sandbox.settings import SandboxSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,24 @@ class Check:
 
 class VerifierError(Exception):
     """No verdict can be reached for reasons outside the response (status `error`, score null)."""
+
+
+class CodeSandbox(Protocol):
+    """What code-running verifiers need of a sandbox; `referee.sandbox.SandboxPool` is one."""
+
+    settings: SandboxSettings
+
+    def health(self) -> tuple[bool, str]: ...
+
+    async def run(self, job: Job) -> RunResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """The service's long-lived objects that async verifiers use, handed to them explicitly
+    (never looked up globally, so a test can give a verifier its own)."""
+
+    sandbox: CodeSandbox | None = None
 
 
 class NoOptions(BaseModel):
@@ -110,7 +132,7 @@ class AsyncVerifier(Verifier):
         responses: Sequence[str],
         prepared: Any,
         options: Any,
-        resources: Mapping[str, Any],
+        resources: Resources,
     ) -> Sequence[Check | VerifierError]:
         """One result per response; a VerifierError item masks that response only."""
         raise NotImplementedError

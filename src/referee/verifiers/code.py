@@ -12,7 +12,7 @@ import asyncio
 import json
 import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -20,20 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.sandbox import judge
 from referee.sandbox.languages import LANGUAGES, Language
-from referee.sandbox.limits import Limits
-from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestInput, TestRun
-from referee.verifiers import extract
-from referee.verifiers.base import AsyncVerifier, Check, Verifier, VerifierError
-
-VERDICTS = (
-    "accepted",
-    "wrong_answer",
-    "runtime_error",
-    "compile_error",
-    "time_limit_exceeded",
-    "memory_limit_exceeded",
-    "output_limit_exceeded",
+from referee.sandbox.protocol import (
+    Job,
+    Judgement,
+    RunResult,
+    SandboxUnavailable,
+    TestInput,
+    TestRun,
+    TestVerdict,
 )
+from referee.sandbox.run_limits import Limits
+from referee.verifiers import extract
+from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Resources, Verifier, VerifierError
+
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
 
@@ -148,7 +147,7 @@ def _cpu_limit_kill(run: TestRun) -> bool:
     return run.cpu_s >= run.cpu_limit_s - 0.05
 
 
-def classify(run: TestRun | None, language: Language, mode: str, expected: Any) -> tuple[str, str | None]:
+def classify(run: TestRun | None, language: Language, mode: str, expected: Any) -> Judgement:
     """The verdict of one test from how its process ended and what it produced."""
     if run is None:
         return "runtime_error", "the test did not run"
@@ -191,9 +190,7 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
     return "wrong_answer", f"returned {json.dumps(payload.get('value'))[:120]}"
 
 
-def classify_safely(
-    run: TestRun | None, language: Language, mode: str, expected: Any
-) -> tuple[str, str | None]:
+def classify_safely(run: TestRun | None, language: Language, mode: str, expected: Any) -> Judgement:
     """classify(), never raising: whatever the candidate produced only decides its own test."""
     try:
         return classify(run, language, mode, expected)
@@ -256,7 +253,7 @@ class CodeVerifier(AsyncVerifier):
             tuple(t.output for t in stests),
         )
 
-    def _limits(self, pool: Any, options: CodeOptions) -> Limits:
+    def _limits(self, pool: CodeSandbox, options: CodeOptions) -> Limits:
         base = Limits.from_settings(pool.settings)
         return Limits(
             time_s=options.time_limit_s or base.time_s,
@@ -272,6 +269,7 @@ class CodeVerifier(AsyncVerifier):
     def _check(self, run: RunResult, prep: Prepared, options: CodeOptions) -> Check:
         total = len(prep.inputs)
         per_test: list[dict[str, Any]] = []
+        verdicts: list[TestVerdict]
         if not run.compile_ok:
             verdicts = ["compile_error"] * total
             per_test = [{"verdict": "compile_error"} for _ in range(total)]
@@ -295,7 +293,7 @@ class CodeVerifier(AsyncVerifier):
                     )
                 per_test.append(entry)
         passed = verdicts.count("accepted")
-        first_fail = next((v for v in verdicts if v != "accepted"), "accepted")
+        first_fail: TestVerdict = next((v for v in verdicts if v != "accepted"), "accepted")
         score = passed / total if options.reward == "fraction" else float(passed == total)
         details: dict[str, Any] = {
             "verdict": first_fail,
@@ -311,8 +309,8 @@ class CodeVerifier(AsyncVerifier):
         reason = None if first_fail == "accepted" else f"{first_fail}: {passed}/{total} tests passed"
         return Check(score, reason=reason, details=details)
 
-    async def _one(
-        self, pool: Any, response: str, prep: Prepared, options: CodeOptions
+    async def _run_program(
+        self, pool: CodeSandbox, response: str, prep: Prepared, options: CodeOptions
     ) -> Check | VerifierError:
         program = extract_program(response, prep.language, options.extract)
         source = program.encode("utf-8", "surrogatepass")
@@ -323,7 +321,7 @@ class CodeVerifier(AsyncVerifier):
                 details={"verdict": "compile_error", "passed": 0, "total": len(prep.inputs)},
             )
 
-        def judge_one(index: int, test_run: TestRun) -> tuple[str, str | None]:
+        def judge_one(index: int, test_run: TestRun) -> Judgement:
             return classify_safely(test_run, prep.language, prep.mode, prep.expected[index])
 
         job = Job(prep.language, prep.mode, source, prep.inputs, self._limits(pool, options), judge=judge_one)
@@ -334,9 +332,9 @@ class CodeVerifier(AsyncVerifier):
         return await asyncio.to_thread(self._check, run, prep, options)
 
     async def check_group(
-        self, responses: Sequence[str], prepared: Any, options: Any, resources: Mapping[str, Any]
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
     ) -> list[Check | VerifierError]:
-        pool = resources.get("sandbox")
+        pool = resources.sandbox
         if pool is None:
             raise VerifierError("code sandbox is not configured in this service")
         healthy, why = pool.health()
@@ -344,7 +342,7 @@ class CodeVerifier(AsyncVerifier):
             raise VerifierError(f"code sandbox unavailable: {why}")
         opts = options if isinstance(options, CodeOptions) else CodeOptions.model_validate(options or {})
         results = await asyncio.gather(
-            *(self._one(pool, r, prepared, opts) for r in responses), return_exceptions=True
+            *(self._run_program(pool, r, prepared, opts) for r in responses), return_exceptions=True
         )
         # One response's failure never touches another's verdict.
         return [

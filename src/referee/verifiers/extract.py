@@ -94,7 +94,6 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
             i = k
         else:
             i = j
-    return spans
 
 
 def all_boxed(text: str) -> list[str]:

@@ -122,11 +122,11 @@ def cosine_reward(length: int, max_length: int, correct: bool, options: CosineOp
 
 
 @lru_cache(maxsize=1)
-def _builtin_registry() -> Any:
-    # Imported lazily: the registry imports this module.
-    from referee.verifiers.registry import build_registry
+def _installed_verifiers() -> Any:
+    # Imported lazily: `installed` imports this module.
+    from referee.verifiers.installed import load_installed
 
-    return build_registry(plugins=False)
+    return load_installed(plugins=False)
 
 
 class Cosine(Verifier):
@@ -148,10 +148,10 @@ class Cosine(Verifier):
     def prepare(self, reference: Any, options: CosineOptions) -> Any:
         if options.verifier is None:
             return None
-        registry = _builtin_registry()
-        if options.verifier not in registry:
+        installed = _installed_verifiers()
+        if options.verifier not in installed:
             raise VerifierError(f"unknown inner verifier {options.verifier!r}")
-        inner = registry.get(options.verifier)
+        inner = installed.get(options.verifier)
         if inner.runs_in != "worker" or isinstance(inner, Cosine):
             raise VerifierError(f"{options.verifier} cannot be used as the inner verifier")
         try:

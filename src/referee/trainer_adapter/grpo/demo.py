@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from referee.trainer_adapter.grpo.demo_task import AdditionTask, supervised_warmup, tiny_policy
 from referee.trainer_adapter.grpo.loop import GRPO, GRPOArgs
@@ -36,19 +42,50 @@ DEMO_ARGS = GRPOArgs(
 WARMUP_STEPS = 700
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @contextlib.contextmanager
-def _service(url: str | None) -> Iterator[str]:
-    """The given service, or one started in-process on a free loopback port."""
+def _service(url: str | None, startup_timeout_s: float = 120.0) -> Iterator[str]:
+    """The given service, or `referee serve` started as a child process on a free loopback port.
+
+    A process, not a thread: the trainer side reaches the service only over HTTP, exactly as
+    a real training job does, and the trainer's GIL never slows the service down.
+    """
     if url:
         yield url
         return
-    from referee.service.background import BackgroundServer
-    from referee.settings import Settings
-
+    port = _free_port()
     # The demo needs only `exact`: no Docker sandbox, and one worker leaves a core to training.
-    settings = Settings().model_copy(update={"sandbox": False, "workers": 1})
-    with BackgroundServer(settings=settings) as server:
-        yield server.url
+    env = {**os.environ, "REFEREE_SANDBOX": "false", "REFEREE_WORKERS": "1", "REFEREE_LOG_LEVEL": "warning"}
+    cmd = [sys.executable, "-m", "referee", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"`referee serve` exited with code {process.returncode}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("the Referee service did not become ready in time")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _warm_up(

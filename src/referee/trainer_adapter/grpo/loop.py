@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 import torch
 from tqdm import tqdm
 
+from referee.grouping import VerifierSpec
 from referee.models import AdvantageConfig, JSONObject
 from referee.trainer_adapter.grpo.loss import Aggregation, grpo_loss
 from referee.trainer_adapter.grpo.metrics import MetricsLog, plot_metrics, reward_time_share
@@ -35,7 +36,7 @@ from referee.trainer_adapter.grpo.policy import (
     merge_rollouts,
     sample,
 )
-from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, VerifierSpec, group_advantages
+from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, group_advantages
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,7 +46,7 @@ class Invalid(Exception):
     """The candidate answer is not acceptable; the message is the verdict's reason."""
 
 
-class Spec(BaseModel):
+class PuzzleSpec(BaseModel):
     """Base of the reference models: the row's `answer_spec` as is.
 
     Unknown keys are ignored rather than rejected because a dataset's puzzle record carries
@@ -109,8 +109,6 @@ def excerpt(text: str, limit: int = 160) -> str:
 
 class LogicVerifier(Verifier):
     """A puzzle checker: the reference is the puzzle, `judge` validates the extracted answer."""
-
-    family: ClassVar[str] = "logic"
 
     def prepare(self, reference: Any, options: Any) -> Any:
         return reference
@@ -232,17 +230,3 @@ def load_json(text: str) -> Any:
 
 def looks_like_json(text: str) -> bool:
     return text[:1] in "[{" and text[-1:] in "]}" and '"' in text
-
-
-_SMALL_INT = re.compile(r"[0-9]{1,9}")
-
-
-def plain_int(value: Any) -> int:
-    """A JSON integer (not a bool, not a float) or an all-digit string, else Invalid."""
-    if isinstance(value, bool):
-        raise Invalid(f"{value!r} is not an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and _SMALL_INT.fullmatch(value.strip()):
-        return int(value.strip())
-    raise Invalid(f"{excerpt(repr(value), 40)} is not an integer")

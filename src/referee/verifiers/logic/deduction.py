@@ -17,7 +17,7 @@ from referee.verifiers.base import Check, VerifierError
 from referee.verifiers.logic.common import (
     Invalid,
     LogicVerifier,
-    Spec,
+    PuzzleSpec,
     excerpt,
     is_separator_text,
     load_json,
@@ -30,7 +30,7 @@ from referee.verifiers.logic.common import (
 KK_KINDS = ("is", "and", "or", "imp", "diff", "count")
 
 
-class KnightsSpec(Spec):
+class KnightsSpec(PuzzleSpec):
     """Statement i is said by person i. Kinds: ["is", j, b] person j is a knight iff b;
     ["and", a, b] both are knights; ["or", a, b] at least one is; ["imp", a, b] if a is a
     knight then b is a knave; ["diff", a, b] they are of different kinds; ["count", k] exactly
@@ -184,7 +184,7 @@ _SAT_LITERAL = re.compile(r"(?<![\w])(?P<neg>[-¬~!−]?)\s*x?_?(?P<var>[0-9]{1,
 _UNSAT = re.compile(r"unsat(?:isfiable)?|no (?:satisfying )?(?:assignment|solution)s?", re.IGNORECASE)
 
 
-class SatSpec(Spec):
+class SatSpec(PuzzleSpec):
     num_vars: int = Field(ge=1, le=10_000)
     clauses: list[list[int]] = Field(max_length=100_000, description="DIMACS-style literals")
     satisfiable: bool | None = Field(default=None, description="False when UNSAT is the right answer")

@@ -11,7 +11,7 @@ from referee.verifiers.base import Check
 from referee.verifiers.logic.common import (
     Invalid,
     LogicVerifier,
-    Spec,
+    PuzzleSpec,
     excerpt,
     is_separator_text,
     load_json,
@@ -23,7 +23,7 @@ from referee.verifiers.logic.common import (
 Vertex = int | str
 
 
-class ColoringSpec(Spec):
+class ColoringSpec(PuzzleSpec):
     vertices: list[Vertex] = Field(min_length=1, max_length=2000)
     edges: list[tuple[Vertex, Vertex]] = Field(max_length=100_000)
     k: int = Field(ge=1, le=1000, description="colours are 1..k")
@@ -118,7 +118,7 @@ class GraphColoring(LogicVerifier):
 # --- topological order --------------------------------------------------------------------
 
 
-class ToposortSpec(Spec):
+class ToposortSpec(PuzzleSpec):
     nodes: list[str] = Field(min_length=1, max_length=2000)
     edges: list[tuple[str, str]] = Field(max_length=100_000, description="(X, Y): X must come before Y")
     reference_solution: list[str] | None = None

@@ -18,7 +18,7 @@ from referee.verifiers.base import Check
 from referee.verifiers.logic.common import (
     Invalid,
     LogicVerifier,
-    Spec,
+    PuzzleSpec,
     load_json,
     passed,
 )
@@ -83,7 +83,7 @@ def box_shape(size: int) -> tuple[int, int]:
     return rows, size // rows
 
 
-class SudokuSpec(Spec):
+class SudokuSpec(PuzzleSpec):
     size: int = Field(ge=1, le=25)
     givens: list[list[int]] = Field(description="size × size digits, 0 for an empty cell")
     box: tuple[int, int] | None = Field(default=None, description="box rows × columns; default from size")
@@ -181,7 +181,7 @@ _QUEEN = frozenset("Qq♛♕")
 _EMPTY = frozenset("_.-0·○□")
 
 
-class QueensSpec(Spec):
+class QueensSpec(PuzzleSpec):
     n: int = Field(ge=1, le=32)
     given_queens: list[tuple[int, int]] = Field(
         default_factory=list, description="(row, column), 0-based, queens that must stay"

@@ -11,12 +11,12 @@ from pydantic import Field, model_validator
 
 from referee.verifiers.base import Check
 from referee.verifiers.logic import arith
-from referee.verifiers.logic.common import Invalid, LogicVerifier, Spec, passed
+from referee.verifiers.logic.common import Invalid, LogicVerifier, PuzzleSpec, passed
 
 GivenNumber = Annotated[int, Field(ge=0, le=10**9)]
 
 
-class ArithmeticSpec(Spec):
+class ArithmeticSpec(PuzzleSpec):
     """The numbers to combine, the target, and how often each number may be used."""
 
     numbers: list[GivenNumber] = Field(min_length=1, max_length=32)
@@ -86,7 +86,7 @@ def decimal(text: str) -> Fraction:
     return Fraction(text.replace("−", "-"))
 
 
-class SortingSpec(Spec):
+class SortingSpec(PuzzleSpec):
     numbers: list[str | int | float] = Field(min_length=1, max_length=1000)
     direction: Literal["ascending", "descending"] = "ascending"
     reference_solution: list[str | int | float] | None = None

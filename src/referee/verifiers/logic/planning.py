@@ -15,12 +15,19 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from referee.verifiers.base import Check
-from referee.verifiers.logic.common import Invalid, LogicVerifier, Spec, excerpt, is_separator_text, passed
+from referee.verifiers.logic.common import (
+    Invalid,
+    LogicVerifier,
+    PuzzleSpec,
+    excerpt,
+    is_separator_text,
+    passed,
+)
 
 # --- tower of Hanoi -------------------------------------------------------------------------
 
 
-class HanoiSpec(Spec):
+class HanoiSpec(PuzzleSpec):
     disks: int = Field(ge=1, le=20)
     pegs: int = Field(default=3, ge=3, le=10)
     start_peg: int = Field(ge=1)
@@ -119,7 +126,7 @@ _INFEASIBLE = re.compile(
 )
 
 
-class MazeSpec(Spec):
+class MazeSpec(PuzzleSpec):
     grid: list[list[str]] = Field(min_length=1, max_length=200)
     start: str = Field(default="*", description="start cell symbol")
     goal: str = Field(default="#", description="goal cell symbol")

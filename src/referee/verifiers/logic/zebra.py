@@ -17,7 +17,7 @@ from referee.verifiers.base import Check, VerifierError
 from referee.verifiers.logic.common import (
     Invalid,
     LogicVerifier,
-    Spec,
+    PuzzleSpec,
     excerpt,
     is_separator_text,
     load_json,
@@ -29,7 +29,7 @@ from referee.verifiers.logic.common import (
 ZEBRA_KINDS = ("same", "next", "left", "right", "at")
 
 
-class ZebraSpec(Spec):
+class ZebraSpec(PuzzleSpec):
     houses: int = Field(ge=1, le=12)
     attributes: dict[str, list[str | int]] = Field(
         description="category -> its values (one per house); values unique across categories"

@@ -38,7 +38,9 @@ ROUNDING_MIN_GOLD = Fraction(1, 1000)  # larger sets are compared only item by i
 
 
 @dataclass(frozen=True, slots=True)
-class Policy:
+class EqualityRules:
+    """How strictly numbers compare (MATH_POLICY.md): rounding of decimal golds can be turned off."""
+
     rounded_decimal_gold: bool = True
 
 
@@ -50,7 +52,7 @@ def _precision(expr: Expr, written: int | None) -> int | None:
     return decimal_digits(exact) if exact is not None else None
 
 
-def scalars_equal(gold: Scalar, got: Scalar, policy: Policy) -> str | None:
+def scalars_equal(gold: Scalar, got: Scalar, policy: EqualityRules) -> str | None:
     for g_expr, g_decimals in percent_readings(gold):
         for r_expr, r_decimals in percent_readings(got):
             rule = exprs_equal(g_expr, r_expr)
@@ -73,7 +75,7 @@ def scalars_equal(gold: Scalar, got: Scalar, policy: Policy) -> str | None:
     return None
 
 
-def _dedupe(items: tuple[Value, ...], policy: Policy) -> list[Value]:
+def _dedupe(items: tuple[Value, ...], policy: EqualityRules) -> list[Value]:
     out: list[Value] = []
     for item in items:
         if not any(values_equal(seen, item, policy) for seen in out):
@@ -81,7 +83,7 @@ def _dedupe(items: tuple[Value, ...], policy: Policy) -> list[Value]:
     return out
 
 
-def sets_equal(gold: tuple[Value, ...], got: tuple[Value, ...], policy: Policy) -> str | None:
+def sets_equal(gold: tuple[Value, ...], got: tuple[Value, ...], policy: EqualityRules) -> str | None:
     if len(gold) > MAX_SET_ITEMS or len(got) > MAX_SET_ITEMS:
         if len(gold) != len(got):
             return None
@@ -101,7 +103,7 @@ def sets_equal(gold: tuple[Value, ...], got: tuple[Value, ...], policy: Policy) 
     return "set"
 
 
-def _sequences_equal(gold: tuple[Value, ...], got: tuple[Value, ...], policy: Policy) -> bool:
+def _sequences_equal(gold: tuple[Value, ...], got: tuple[Value, ...], policy: EqualityRules) -> bool:
     return len(gold) == len(got) and all(values_equal(a, b, policy) for a, b in zip(gold, got, strict=True))
 
 
@@ -146,7 +148,7 @@ def _equation_of(value: Value) -> Expr | None:
     return None
 
 
-def values_equal(gold: Value, got: Value, policy: Policy) -> str | None:
+def values_equal(gold: Value, got: Value, policy: EqualityRules) -> str | None:
     if isinstance(gold, Equation) or isinstance(got, Equation):
         f, g = _equation_of(gold), _equation_of(got)
         return "equation" if f is not None and g is not None and proportional(f, g) else None

@@ -109,7 +109,7 @@ class Evaluator:
             self.imprecise = True
         return self.ctx.mpf(q.numerator) / q.denominator
 
-    def ev(self, node: Node) -> Any:
+    def value_of(self, node: Node) -> Any:
         tag = node[0]
         ctx = self.ctx
         if tag == "n":
@@ -119,7 +119,7 @@ class Evaluator:
         if tag == "c":
             return {"pi": ctx.pi, "e": ctx.e, "i": ctx.j}[node[1]]
         if tag == "+":
-            terms = [self.ev(child) for child in node[1:]]
+            terms = [self.value_of(child) for child in node[1:]]
             biggest = max(ctx.mag(t) for t in terms)
             for term in terms:
                 self._check_lost(term, biggest)
@@ -127,17 +127,17 @@ class Evaluator:
         if tag == "*":
             prod = ctx.mpf(1)
             for child in node[1:]:
-                prod *= self.ev(child)
+                prod *= self.value_of(child)
             return prod
         if tag == "neg":
-            return -self.ev(node[1])
+            return -self.value_of(node[1])
         if tag == "/":
-            den = self.ev(node[2])
+            den = self.value_of(node[2])
             if den == 0:
                 raise DomainError("division by zero")
-            return self.ev(node[1]) / den
+            return self.value_of(node[1]) / den
         if tag == "%":
-            return self.ev(node[1]) / 100
+            return self.value_of(node[1]) / 100
         if tag == "^":
             return self._power(node)
         if tag == "f":
@@ -146,8 +146,8 @@ class Evaluator:
                 return ctx.mpf(exact.numerator) / exact.denominator
             return self._function(node)
         if tag == "log":
-            base = self.ev(node[1])
-            arg = self.ev(node[2])
+            base = self.value_of(node[1])
+            arg = self.value_of(node[2])
             if base == 0 or base == 1 or arg == 0:
                 raise DomainError("bad logarithm")
             return ctx.ln(arg) / ctx.ln(base)
@@ -156,7 +156,7 @@ class Evaluator:
         if tag == "!":
             return self._factorial(node)
         if tag == "binom":
-            n, k = self.ev(node[1]), self.ev(node[2])
+            n, k = self.value_of(node[1]), self.value_of(node[2])
             if max(ctx.mag(n), ctx.mag(k)) > 36:
                 return _opaque(node, ctx)
             return ctx.binomial(n, k)
@@ -166,7 +166,7 @@ class Evaluator:
 
     def _power(self, node: Node) -> Any:
         ctx = self.ctx
-        base = self.ev(node[1])
+        base = self.value_of(node[1])
         n = self.exact(node[2])
         if n is not None and n.denominator == 1:
             k = n.numerator
@@ -183,7 +183,7 @@ class Evaluator:
                 return _opaque(node, ctx)
             root = -ctx.root(-ctx.re(base), n.denominator)
             return self._power_of(root, n.numerator, node)
-        exponent = self.ev(node[2])
+        exponent = self.value_of(node[2])
         if base == 0:
             if ctx.re(exponent) > 0:
                 return ctx.mpf(0)
@@ -201,7 +201,7 @@ class Evaluator:
 
     def _root(self, node: Node) -> Any:
         ctx = self.ctx
-        x = self.ev(node[1])
+        x = self.value_of(node[1])
         index = self.exact(node[2])
         if index is None or index.denominator != 1 or index.numerator == 0 or abs(index.numerator) > 10**6:
             raise DomainError("bad root index")
@@ -212,7 +212,7 @@ class Evaluator:
 
     def _factorial(self, node: Node) -> Any:
         ctx = self.ctx
-        x = self.ev(node[1])
+        x = self.value_of(node[1])
         if ctx.im(x) != 0:
             raise DomainError("factorial of a complex number")
         x = ctx.re(x)
@@ -239,7 +239,7 @@ class Evaluator:
     def _function(self, node: Node) -> Any:
         ctx = self.ctx
         name = node[1]
-        x = self.ev(node[2])
+        x = self.value_of(node[2])
         if name in ("sin", "cos", "tan", "cot", "sec", "csc") and ctx.mag(x) > MAX_PERIODIC_MAG:
             return _opaque(node, ctx)
         if name in ("exp", "sinh", "cosh", "tanh") and (

@@ -26,7 +26,6 @@ class LexError(ValueError):
 class Token:
     kind: str
     val: Any = None
-    sp: bool = False  # whitespace before the token
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,119 +208,137 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
 def tokenize(text: str) -> list[Token]:
     if len(text) > MAX_CHARS:
         raise LexError("answer too long")
-    tokens: list[Token] = []
-    n = len(text)
-    pos = 0
-    space = False
-    single_args = 0  # \frac12 / \sqrt2: the arguments of these commands are single characters
-    while pos < n:
-        ch = text[pos]
-        if ch.isspace():
-            space = True
-            pos += 1
-            continue
-        start = pos
-        if ch == WORD_MARK:
-            end = text.find(WORD_MARK, pos + 1)
-            if end < 0:
-                raise LexError("unterminated word")
-            word = " ".join(text[pos + 1 : end].lower().split())
-            tok = Token("conn", word) if word in ("or", "and") else Token("word", word)
-            pos = end + 1
-            tok.sp = space
-            space = False
-            tokens.append(tok)
-            continue
-        if _isdigit(ch) or (ch == "." and pos + 1 < n and _isdigit(text[pos + 1])):
-            tok, pos = _number(text, pos, single_args > 0 and _isdigit(ch))
-            single_args = max(0, single_args - 1)
-        elif ch.isascii() and ch.isalpha():
-            while pos < n and text[pos].isascii() and text[pos].isalpha():
-                pos += 1
-            run = text[start:pos]
-            single_args = max(0, single_args - 1)
-            lower = run.lower()
-            if len(run) == 1:
-                tok = _letter(run)
-            elif lower in FUNCTIONS:
-                tok = Token("func", lower)
-            elif lower in _PLAIN_WORDS:
-                kind, val = _PLAIN_WORDS[lower]
-                tok = Token(kind, val)
+    return _Lexer(text).run()
+
+
+class _Lexer:
+    """One left-to-right pass. `single_args` counts down the single-character arguments of
+    `\\frac12` / `\\sqrt2` (the command itself included), so "12" there is two numbers."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.pos = 0
+        self.single_args = 0
+
+    def run(self) -> list[Token]:
+        text, n = self.text, self.n
+        tokens: list[Token] = []
+        while self.pos < n:
+            ch = text[self.pos]
+            if ch.isspace():
+                self.pos += 1
+            elif ch == WORD_MARK:
+                tokens.append(self._marked_word())
+            elif _isdigit(ch) or (ch == "." and self.pos + 1 < n and _isdigit(text[self.pos + 1])):
+                tok, self.pos = _number(text, self.pos, self.single_args > 0 and _isdigit(ch))
+                self._argument_done()
+                tokens.append(tok)
+            elif ch.isascii() and ch.isalpha():
+                tokens.extend(self._letters())
+            elif ch == "\\":
+                tokens.append(self._command())
             else:
-                glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
-                glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
-                if lower in _UNITS or not (glued_left or glued_right):
-                    tok = Token("word", lower)
-                else:  # "2xy", "a^2b": a product of one-letter symbols
-                    for k, letter in enumerate(run):
-                        t = _letter(letter)
-                        t.sp = space and k == 0
-                        tokens.append(t)
-                    space = False
-                    continue
-        elif ch == "\\":
+                tokens.append(self._symbol(ch))
+        return tokens
+
+    def _argument_done(self) -> None:
+        self.single_args = max(0, self.single_args - 1)
+
+    def _marked_word(self) -> Token:
+        """Prose the text cleaner marked off (units, "approximately", connectors)."""
+        end = self.text.find(WORD_MARK, self.pos + 1)
+        if end < 0:
+            raise LexError("unterminated word")
+        word = " ".join(self.text[self.pos + 1 : end].lower().split())
+        self.pos = end + 1
+        return Token("conn", word) if word in ("or", "and") else Token("word", word)
+
+    def _letters(self) -> list[Token]:
+        text, n, start = self.text, self.n, self.pos
+        pos = start
+        while pos < n and text[pos].isascii() and text[pos].isalpha():
             pos += 1
-            if pos < n and text[pos].isalpha():
-                while pos < n and text[pos].isalpha():
-                    pos += 1
-                name = text[start + 1 : pos]
-                if name in _COMMANDS:
-                    kind, val = _COMMANDS[name]
-                    tok = Token(kind, val)
-                    if kind in ("frac", "binom"):
-                        single_args = 3  # counts the command itself, decremented below
-                    elif kind == "sqrt":
-                        single_args = 2
-                elif name in FUNCTIONS:
-                    tok = Token("func", name)
-                elif name in _GREEK:
-                    tok = Token("sym", name)
-                elif name == "mathbb":
-                    letter, pos = _braced_name(text, pos)
-                    tok = Token("reals") if letter == "R" else Token("word", "mathbb" + letter)
-                elif name in ("begin", "end"):
-                    env, pos = _braced_name(text, pos)
-                    tok = Token(name, env)
-                    if name == "begin" and env == "array":
-                        _, pos = _braced_name(text, pos)  # column spec {cc}
-                else:
-                    raise LexError(f"unsupported command \\{name[:30]}")
-            elif pos < n and text[pos] in "{}":
-                tok = Token("lset" if text[pos] == "{" else "rset")
-                pos += 1
-            elif pos < n and text[pos] == "\\":
-                tok = Token("rowsep")
-                pos += 1
-            elif pos < n and text[pos] == "|":
-                tok = Token("|")
-                pos += 1
-            else:
-                raise LexError("unsupported escape")
-            single_args = max(0, single_args - 1)
+        self.pos = pos
+        self._argument_done()
+        run = text[start:pos]
+        lower = run.lower()
+        if len(run) == 1:
+            return [_letter(run)]
+        if lower in FUNCTIONS:
+            return [Token("func", lower)]
+        if lower in _PLAIN_WORDS:
+            kind, val = _PLAIN_WORDS[lower]
+            return [Token(kind, val)]
+        glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
+        glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
+        if lower in _UNITS or not (glued_left or glued_right):
+            return [Token("word", lower)]
+        return [_letter(letter) for letter in run]  # "2xy", "a^2b": a product of one-letter symbols
+
+    def _command(self) -> Token:
+        text, n = self.text, self.n
+        pos = self.pos + 1
+        if pos < n and text[pos].isalpha():
+            end = pos
+            while end < n and text[end].isalpha():
+                end += 1
+            self.pos = end
+            tok = self._named_command(text[pos:end])
+        elif pos < n and text[pos] in "{}":
+            tok, self.pos = Token("lset" if text[pos] == "{" else "rset"), pos + 1
+        elif pos < n and text[pos] == "\\":
+            tok, self.pos = Token("rowsep"), pos + 1
+        elif pos < n and text[pos] == "|":
+            tok, self.pos = Token("|"), pos + 1
         else:
-            two = text[pos : pos + 2]
-            if two == "**":
-                tok, pos = Token("op", "^"), pos + 2
-            elif two in ("<=", ">=", "!="):
-                tok, pos = Token("rel", {"<=": "le", ">=": "ge", "!=": "ne"}[two]), pos + 2
-            elif ch in "*":
-                tok, pos = Token("op", "*"), pos + 1
-            elif ch == "!":
-                tok, pos = Token("op", "!"), pos + 1
-            elif ch in _SINGLE_CHAR:
-                kind, val = _SINGLE_CHAR[ch]
-                tok, pos = Token(kind, val), pos + 1
-                if ch in "{[":
-                    single_args = 0
-                else:
-                    single_args = max(0, single_args - 1)
+            raise LexError("unsupported escape")
+        self._argument_done()
+        return tok
+
+    def _named_command(self, name: str) -> Token:
+        """`\\name` with `self.pos` just after the name; braced operands are read here."""
+        if name in _COMMANDS:
+            kind, val = _COMMANDS[name]
+            if kind in ("frac", "binom"):
+                self.single_args = 3  # counts the command itself, decremented by the caller
+            elif kind == "sqrt":
+                self.single_args = 2
+            return Token(kind, val)
+        if name in FUNCTIONS:
+            return Token("func", name)
+        if name in _GREEK:
+            return Token("sym", name)
+        if name == "mathbb":
+            letter, self.pos = _braced_name(self.text, self.pos)
+            return Token("reals") if letter == "R" else Token("word", "mathbb" + letter)
+        if name in ("begin", "end"):
+            env, self.pos = _braced_name(self.text, self.pos)
+            if name == "begin" and env == "array":
+                _, self.pos = _braced_name(self.text, self.pos)  # column spec {cc}
+            return Token(name, env)
+        raise LexError(f"unsupported command \\{name[:30]}")
+
+    def _symbol(self, ch: str) -> Token:
+        two = self.text[self.pos : self.pos + 2]
+        if two == "**":
+            self.pos += 2
+            return Token("op", "^")
+        if two in ("<=", ">=", "!="):
+            self.pos += 2
+            return Token("rel", {"<=": "le", ">=": "ge", "!=": "ne"}[two])
+        if ch in "*!":
+            self.pos += 1
+            return Token("op", ch)
+        if ch in _SINGLE_CHAR:
+            kind, val = _SINGLE_CHAR[ch]
+            self.pos += 1
+            if ch in "{[":
+                self.single_args = 0
             else:
-                raise LexError(f"unsupported character {ch!r}")
-        tok.sp = space
-        space = False
-        tokens.append(tok)
-    return tokens
+                self._argument_done()
+            return Token(kind, val)
+        raise LexError(f"unsupported character {ch!r}")
 
 
 def strip_words(tokens: list[Token]) -> tuple[list[Token], list[str]]:

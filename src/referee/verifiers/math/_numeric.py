@@ -66,7 +66,7 @@ class Expr:
             ctx = CONTEXTS[level]
             try:
                 evaluator = Evaluator(point, exact_value, ctx)
-                value = evaluator.ev(self.node)
+                value = evaluator.value_of(self.node)
                 got = (value, evaluator.imprecise) if ctx.isfinite(value) else DomainError("not finite")
             except DomainError as exc:
                 got = exc

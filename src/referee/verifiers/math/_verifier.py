@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.verifiers.base import Check, Verifier
-from referee.verifiers.math._compare import Policy, values_equal
+from referee.verifiers.math._compare import EqualityRules, values_equal
 from referee.verifiers.math._extract import Extracted, final_answer
 from referee.verifiers.math._format import render
 from referee.verifiers.math._lexer import LexError, strip_words, tokenize
@@ -98,7 +98,7 @@ def _states_text(answer: str, gold: str) -> bool:
 class Gold:
     raw: str
     mode: str  # "choice" | "text" | "math"
-    policy: Policy
+    policy: EqualityRules
     letter: str | None = None
     text: str = ""
     value: Value | None = None
@@ -132,7 +132,7 @@ class MathVerifier(Verifier):
         rounded = options.rounded_decimal_gold
         if isinstance(reference, MathReference) and reference.rounded_decimal_gold is not None:
             rounded = reference.rounded_decimal_gold
-        policy = Policy(rounded_decimal_gold=rounded)
+        policy = EqualityRules(rounded_decimal_gold=rounded)
         letter = _MC.match(re.sub(r"\s+", "", clean(raw).replace(WORD_MARK, "")))
         if letter:
             return Gold(raw, "choice", policy, letter=letter.group(1))

@@ -1,7 +1,9 @@
-"""The verifier registry: built-ins, explicitly registered classes and installed plugins.
+"""Installed verifiers: those that come as code, not through the API.
+
+Three sources: the built-ins, classes named in REFEREE_EXTRA_VERIFIERS, and plugins.
 
 Plugins are discovered through the entry-point group `referee.verifiers`; an entry point may
-name a `Verifier` subclass or a list of them. The same registry is rebuilt in every worker
+name a `Verifier` subclass or a list of them. The same index is rebuilt in every worker
 process (from the same inputs), so everything here must be deterministic and importable.
 """
 
@@ -14,13 +16,14 @@ from typing import Any
 
 import structlog
 
+from referee.errors import DomainError, ErrorKind
 from referee.verifiers.base import Verifier
 
 ENTRY_POINT_GROUP = "referee.verifiers"
 
 # Modules of built-in verifiers; each exposes `VERIFIERS: list[type[Verifier]]`.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "referee.verifiers.simple",
+    "referee.verifiers.short_answer",
     "referee.verifiers.format",
     "referee.verifiers.shaping",
     "referee.verifiers.math",
@@ -31,17 +34,15 @@ BUILTIN_MODULES: tuple[str, ...] = (
 log = structlog.get_logger(__name__)
 
 
-class UnknownVerifier(KeyError):
+class UnknownVerifier(DomainError):
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(name)
+        message = f"unknown verifier {name!r}; known: {', '.join(known)}"
+        super().__init__(ErrorKind.not_found, "unknown_verifier", message, {"known": known})
         self.name = name
         self.known = known
 
-    def __str__(self) -> str:
-        return f"unknown verifier {self.name!r}; known: {', '.join(self.known)}"
 
-
-class Registry:
+class InstalledVerifiers:
     def __init__(self) -> None:
         self._verifiers: dict[str, Verifier] = {}
         self._kinds: dict[str, str] = {}
@@ -101,26 +102,26 @@ def import_object(path: str) -> Any:
     return getattr(module, attr) if attr else module
 
 
-def build_registry(extra: Iterable[str] = (), *, plugins: bool = True) -> Registry:
+def load_installed(extra: Iterable[str] = (), *, plugins: bool = True) -> InstalledVerifiers:
     """Built-ins, then `extra` ("module:Class" paths from settings), then entry-point plugins.
 
     A plugin that fails to load is logged and skipped: one broken third-party package must not
     take the built-in verifiers down with it.
     """
-    registry = Registry()
+    installed = InstalledVerifiers()
     for module_name in BUILTIN_MODULES:
         for cls in _as_classes(import_object(module_name).VERIFIERS, module_name):
-            registry.register(cls)
+            installed.register(cls)
     for path in extra:
         for cls in _as_classes(import_object(path), path):
-            registry.register(cls, kind="extra")
+            installed.register(cls, kind="extra")
     if plugins:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 for cls in _as_classes(ep.load(), f"entry point {ep.name}"):
-                    if cls.name in registry and registry.kind(cls.name) == "builtin":
+                    if cls.name in installed and installed.kind(cls.name) == "builtin":
                         raise ValueError(f"plugin may not replace built-in verifier {cls.name!r}")
-                    registry.register(cls, kind="plugin")
+                    installed.register(cls, kind="plugin")
             except Exception as exc:
                 log.warning("plugin_load_failed", entry_point=ep.name, value=ep.value, error=str(exc))
-    return registry
+    return installed

@@ -5,7 +5,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from referee.verifiers.simple import (
+from referee.verifiers.short_answer import (
     ExactVerifier,
     MultipleChoiceVerifier,
     NumericVerifier,

@@ -1,12 +1,10 @@
-"""Per-test limits and the hardened container configuration.
+"""The hardened container configuration every sandbox container is created with.
 
-Every sandbox container is created with the settings below; `tests/sandbox` checks them on a
-live container (docker inspect) and with hostile programs.
+`tests/sandbox` checks it on a live container (docker inspect) and with hostile programs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from referee.sandbox.settings import SandboxSettings
@@ -17,33 +15,6 @@ WORKDIR = "/work"
 SUPERVISOR_CMD = ["/usr/bin/python3", "-I", "-S", "-B", "/opt/referee/supervisor.py"]
 # The only environment a candidate ever sees: nothing from the host.
 CANDIDATE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": WORKDIR}
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    time_s: float
-    memory_mb: int
-    stdout_bytes: int
-    stderr_bytes: int
-    compile_timeout_s: float
-    open_files: int = 256
-    file_size_mb: int = 64
-    # The function/assert result channel: its own cap, so a large return value is judged
-    # (not truncated into a wrong answer); over it the test is output_limit_exceeded.
-    result_bytes: int = 16 << 20
-
-    @classmethod
-    def from_settings(cls, settings: SandboxSettings) -> Limits:
-        return cls(
-            time_s=settings.time_limit_s,
-            memory_mb=settings.memory_limit_mb,
-            stdout_bytes=settings.stdout_limit_bytes,
-            stderr_bytes=settings.stderr_keep_bytes,
-            compile_timeout_s=settings.compile_timeout_s,
-            open_files=settings.open_files,
-            file_size_mb=settings.file_size_limit_mb,
-            result_bytes=settings.result_limit_bytes,
-        )
 
 
 def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> dict[str, Any]:

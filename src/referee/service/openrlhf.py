@@ -1,8 +1,9 @@
-"""OpenRLHF remote reward model (``--remote_rm_url``) on top of Referee.
+"""OpenRLHF's remote reward protocol (``--remote_rm_url``), served at ``POST /v1/openrlhf/reward``.
 
 OpenRLHF POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one entry per sample;
 `query` is prompt + response as one string) and reads ``{"rewards": [...], "scores": [...],
-"extra_logs": {...}}``. The service mounts :func:`openrlhf_rewards` at ``POST /v1/openrlhf/reward``.
+"extra_logs": {...}}``. This is a wire protocol of the service (OpenRLHF speaks HTTP, not
+our client), so it lives here and scores in process.
 
 Label encoding (``--label_key`` names the dataset column OpenRLHF sends as `labels`):
 - a JSON object string ``{"verifier": "math", "reference": "\\frac{1}{2}", "options": {...}}``
@@ -18,18 +19,15 @@ query. OpenRLHF cannot mask a sample, so one without a verdict (`status: "error"
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from referee.models import JSONObject, VerdictStatus, VerifierComponent
-from referee.trainer_adapter.rewarder import (
-    GroupRewarder,
-    Sample,
-    VerifierSpec,
-    group_samples,
-    scatter_verdicts,
-)
+from referee.grouping import Sample, VerifierSpec, group_samples, scatter_verdicts
+from referee.models import GroupResult, GroupSpec, JSONObject, VerdictStatus, VerifierComponent
+
+ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
 
 
 class OpenRLHFRequest(BaseModel):
@@ -80,12 +78,12 @@ def _response_text(query: str, prompt: str | None) -> str:
 
 async def openrlhf_rewards(
     payload: OpenRLHFRequest,
-    rewarder: GroupRewarder,
+    score_groups: ScoreGroups,
     *,
     default_verifier: str = "exact",
     error_reward: float = 0.0,
 ) -> OpenRLHFResponse:
-    """Score one OpenRLHF batch with one grouped scoring pass (chunked by the rewarder)."""
+    """Score one OpenRLHF batch with one grouped scoring pass (`score_groups` may chunk it)."""
     n = len(payload.query)
     prompts: list[str | None] = list(payload.prompts) if payload.prompts is not None else [None] * n
     labels = payload.labels if payload.labels is not None else [None] * n
@@ -102,7 +100,7 @@ async def openrlhf_rewards(
             )
         )
     specs, where = group_samples(samples)
-    verdicts = scatter_verdicts(await rewarder.score_results(specs), where)
+    verdicts = scatter_verdicts(await score_groups(specs), where)
     rewards, errors = [], []
     for verdict in verdicts:
         ok = verdict.status is VerdictStatus.ok and verdict.score is not None

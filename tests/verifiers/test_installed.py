@@ -5,18 +5,18 @@ import pytest
 
 from referee.service.background import BackgroundServer
 from referee.verifiers.base import Check, Verifier
-from referee.verifiers.registry import Registry, UnknownVerifier, build_registry
+from referee.verifiers.installed import InstalledVerifiers, UnknownVerifier, load_installed
 
 
 def test_entry_point_plugin_is_discovered() -> None:
-    registry = build_registry()
-    assert "demo.reversed" in registry
-    assert registry.kind("demo.reversed") == "plugin"
-    assert registry.get("demo.reversed@2").score("cba", "abc").score == 1.0
+    installed = load_installed()
+    assert "demo.reversed" in installed
+    assert installed.kind("demo.reversed") == "plugin"
+    assert installed.get("demo.reversed@2").score("cba", "abc").score == 1.0
 
 
 def test_plugins_can_be_disabled() -> None:
-    assert "demo.reversed" not in build_registry(plugins=False)
+    assert "demo.reversed" not in load_installed(plugins=False)
 
 
 def test_plugin_is_served_over_http(server: BackgroundServer) -> None:
@@ -35,15 +35,15 @@ def test_explicit_registration_and_version_pinning() -> None:
         def check(self, response: str, prepared: object, options: object) -> Check:
             return Check(float(response.isupper()))
 
-    registry = Registry()
-    registry.register(Upper)
-    assert registry.get("upper@3").score("ABC", None).score == 1.0
+    installed = InstalledVerifiers()
+    installed.register(Upper)
+    assert installed.get("upper@3").score("ABC", None).score == 1.0
     with pytest.raises(UnknownVerifier):
-        registry.get("upper@2")
+        installed.get("upper@2")
     with pytest.raises(ValueError, match="already registered"):
-        registry.register(type("Other", (Upper,), {}))
+        installed.register(type("Other", (Upper,), {}))
 
 
 def test_registration_rejects_non_verifiers() -> None:
     with pytest.raises(TypeError):
-        Registry().register(object)  # type: ignore[arg-type]
+        InstalledVerifiers().register(object)  # type: ignore[arg-type]

@@ -1,0 +1,34 @@
+"""Per-test limits of a sandboxed program: what the supervisor enforces for each run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from referee.sandbox.settings import SandboxSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    time_s: float
+    memory_mb: int
+    stdout_bytes: int
+    stderr_bytes: int
+    compile_timeout_s: float
+    open_files: int = 256
+    file_size_mb: int = 64
+    # The function/assert result channel: its own cap, so a large return value is judged
+    # (not truncated into a wrong answer); over it the test is output_limit_exceeded.
+    result_bytes: int = 16 << 20
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> Limits:
+        return cls(
+            time_s=settings.time_limit_s,
+            memory_mb=settings.memory_limit_mb,
+            stdout_bytes=settings.stdout_limit_bytes,
+            stderr_bytes=settings.stderr_keep_bytes,
+            compile_timeout_s=settings.compile_timeout_s,
+            open_files=settings.open_files,
+            file_size_mb=settings.file_size_limit_mb,
+            result_bytes=settings.result_limit_bytes,
+        )

@@ -1,0 +1,52 @@
+"""FastAPI dependency providers: the service's long-lived objects and the auth checks.
+
+Every route gets what it needs from here, typed, instead of reading `request.app.state`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from referee.registered import VerifierCatalog
+from referee.scoring import Scorer
+from referee.service.auth import Auth, Role
+from referee.service.metrics import Metrics
+
+
+def get_scorer(request: Request) -> Scorer:
+    scorer: Scorer = request.app.state.scorer
+    return scorer
+
+
+def get_metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def get_catalog(request: Request) -> VerifierCatalog:
+    catalog: VerifierCatalog = request.app.state.catalog
+    return catalog
+
+
+def _auth(request: Request) -> Auth:
+    auth: Auth = request.app.state.auth
+    return auth
+
+
+async def require_client(request: Request) -> None:
+    """Scoring and catalog reads: an API or admin key (when keys are configured)."""
+    _auth(request).require(request, Role.client)
+
+
+async def require_admin(request: Request) -> None:
+    """Registration and deletion: an admin key (when keys are configured)."""
+    _auth(request).require(request, Role.admin)
+
+
+ScorerDep = Annotated[Scorer, Depends(get_scorer)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+CatalogDep = Annotated[VerifierCatalog, Depends(get_catalog)]
+CLIENT = [Depends(require_client)]
+ADMIN = [Depends(require_admin)]

@@ -1,0 +1,75 @@
+"""Registering verifier types over HTTP: POST /v1/verifiers, versions, DELETE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from referee.models import Verdict
+from referee.registered import (
+    DisableResponse,
+    RegisterExample,
+    RegisterRequest,
+    RegisterResponse,
+    VersionList,
+    version_info,
+)
+from referee.service.deps import ADMIN, CLIENT, CatalogDep, ScorerDep
+from referee.service.errors import documented
+from referee.verifiers import Verifier
+
+router = APIRouter(tags=["registration"])
+
+_ERRORS = documented(
+    401, 403, 404, 409, 422, d422="Invalid spec, failing examples (`detail.failing`) or quota"
+)
+
+
+@router.post(
+    "/v1/verifiers",
+    response_model=RegisterResponse,
+    status_code=201,
+    responses={
+        200: {"model": RegisterResponse, "description": "Same content as the latest version"},
+        **_ERRORS,
+    },
+    dependencies=ADMIN,
+)
+async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep) -> Any:
+    """Register a verifier type (or its next version). The examples run first through the
+    scoring path; the version is stored only if each reproduces its expected score."""
+
+    async def score_examples(verifier: Verifier, examples: list[RegisterExample]) -> list[Verdict]:
+        items = [(e.response, e.reference, e.options) for e in examples]
+        return await scorer.score_with(verifier, items, ("body", "examples"))
+
+    stored, created, secret = await catalog.register(body, score_examples)
+    answer = RegisterResponse(
+        created=created, verifier=stored.qualified, version=version_info(stored), secret=secret
+    )
+    return JSONResponse(status_code=201 if created else 200, content=answer.model_dump(mode="json"))
+
+
+@router.get(
+    "/v1/verifiers/{name}/versions",
+    response_model=VersionList,
+    responses=_ERRORS,
+    dependencies=CLIENT,
+)
+async def versions(name: str, catalog: CatalogDep) -> VersionList:
+    """Every version of a registered type, disabled ones included (oldest first)."""
+    return VersionList(name=name, versions=await catalog.versions(name))
+
+
+@router.delete(
+    "/v1/verifiers/{name}",
+    response_model=DisableResponse,
+    responses=_ERRORS,
+    dependencies=ADMIN,
+)
+async def disable(name: str, catalog: CatalogDep) -> DisableResponse:
+    """Disable a registered type (`name`: every version; `name@3`: that one). History is kept;
+    a later POST of the same name creates the next version."""
+    return DisableResponse(name=name, disabled=await catalog.disable(name))
