@@ -2,7 +2,7 @@
 
 A `DomainError` says *what kind* of problem it is (`ErrorKind`), a stable machine-readable
 `code` (the `error` field of the JSON body clients see), a message and optional detail. The
-packages that raise them (scoring, registered types, the verifier index, auth) know nothing of
+packages that raise them (scoring, registered types, the installed verifiers, auth) know nothing of
 status codes; `referee.service.errors` maps each kind to one, in one table.
 """
 

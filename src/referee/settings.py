@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     # "module:Class" verifier classes to register besides built-ins and entry-point plugins.
     extra_verifiers: Annotated[list[str], NoDecode] = Field(default_factory=list)
     load_plugins: bool = True
-    # Start the Docker sandbox used by the `code` verifier (settings: REFEREE_SANDBOX_*).
+    # Start the Docker sandbox used by the `code` verifier and registered python graders
+    # (settings: REFEREE_SANDBOX_*).
     sandbox: bool = True
 
     # Verifier types registered through the API (SQLite; created on the first registration).

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.sandbox.hardening import LABEL
-from referee.sandbox.image import SANDBOX_UID
 from referee.sandbox.settings import SandboxSettings
+from referee.sandbox.supervisor import CANDIDATE_UID_BASE
 
 TEST_INSTANCE = "pytest"
 
@@ -37,13 +37,13 @@ def docker_client() -> Any:
 
 
 def sandbox_uid_processes() -> dict[int, str]:
-    """Host pids running as the sandbox uid -> the docker container id of their cgroup ('' if none)."""
+    """Host pids running as a candidate uid -> the docker container id of their cgroup ('' if none)."""
     found: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{entry}").st_uid != SANDBOX_UID:
+            if os.stat(f"/proc/{entry}").st_uid <= CANDIDATE_UID_BASE:
                 continue
             cgroup = Path(f"/proc/{entry}/cgroup").read_text()
         except OSError:

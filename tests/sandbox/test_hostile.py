@@ -118,7 +118,9 @@ CASES = [
     ),
     Case(
         "kill_the_parent",
-        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(1, signal.SIGKILL)\n" + HONEST,
+        # Refused (another uid's process); the program goes on and the judge is unharmed.
+        "import os, signal\nfor pid in (os.getppid(), 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
+        "    except PermissionError:\n        pass\n" + HONEST,
         "accepted",
         1.0,
     ),

@@ -45,7 +45,8 @@ async def test_containers_are_hardened(sandbox_pool: SandboxPool) -> None:
     host, config = info["HostConfig"], info["Config"]
     s = sandbox_pool.settings
     assert host["NetworkMode"] == "none"
-    assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
+    # Root inside, but only to hand each program a uid of its own and to kill what it leaves.
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
     assert "no-new-privileges:true" in host["SecurityOpt"]
     assert not any("seccomp=unconfined" in opt for opt in host["SecurityOpt"])
     assert host["ReadonlyRootfs"] is True
@@ -57,29 +58,9 @@ async def test_containers_are_hardened(sandbox_pool: SandboxPool) -> None:
     assert host["IpcMode"] == "none"
     assert not info["Mounts"] and not host["Binds"]  # no Docker socket, no host path
     assert set(host["Tmpfs"]) == {"/work", "/tmp"}
-    assert config["User"] == "1000:1000"
+    assert config["User"] == "0:0"
     assert config["Labels"][LABEL] == s.instance
     assert {e.split("=", 1)[0] for e in config["Env"]} <= {"PATH", "LANG", "HOME", "HOSTNAME"}
-
-
-async def test_a_container_serves_one_submission_only(sandbox_pool: SandboxPool) -> None:
-    job = Job(
-        LANGUAGES["python"],
-        "stdio",
-        b"import socket\nprint(socket.gethostname())\n",
-        (TestInput(),),
-        Limits.from_settings(sandbox_pool.settings),
-    )
-    first = await sandbox_pool.run(job)
-    second = await sandbox_pool.run(job)
-    assert first.containers == second.containers == 1
-    assert sandbox_pool.stats["runs"] == 2
-    # Discarded containers are removed in the background and replaced.
-    for _ in range(100):
-        if sandbox_pool.stats["removed"] >= 2:
-            break
-        await asyncio.sleep(0.05)
-    assert sandbox_pool.stats["removed"] >= 2
 
 
 async def test_close_removes_every_labelled_container(sandbox_image: str) -> None:

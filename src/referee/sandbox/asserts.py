@@ -3,7 +3,8 @@
 Each assert line is split at plan time (when the reference is validated):
 
 - *candidate expressions* -- the maximal `f(...)`, `obj.method(...)`, `NAME` chains rooted at a
-  name the candidate defines (not a builtin, not `math`, not a name the test lines bind) --
+  name the candidate defines (not a builtin, not a standard-library module, not a host
+  constant or import of the test lines; a name they bind to a candidate value counts) --
   are sent to the sandbox as source text and evaluated there, after the candidate's
   definitions. Their values come back as type-tagged plain data (`decode_tagged`);
 - everything else -- literals, comparisons, and/or/not, arithmetic, containers, subscripts and

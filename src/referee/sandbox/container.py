@@ -45,6 +45,8 @@ class SandboxContainer:
         self._lines = bytearray()
         self.stderr_tail = bytearray()
         self.created = time.monotonic()
+        self.runs = 0  # programs served
+        self.memory_mb: int | None = None  # the container's memory limit as last set
 
     @classmethod
     def create(cls, api: Any, create_kwargs: dict[str, Any]) -> SandboxContainer:
@@ -105,11 +107,15 @@ class SandboxContainer:
                 tail = bytes(self.stderr_tail[-500:]).decode("utf-8", "replace")
                 raise StreamLost("the container's stream ended" + (f": {tail}" if tail else ""))
 
-    async def wait_ready(self, timeout_s: float) -> None:
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """True when the supervisor is ready for a program; False when it reported that it
+        cannot be (traces of the last program remain); StreamLost when it said nothing."""
         async for msg in self.messages(time.monotonic() + timeout_s):
             if msg.get("type") == "ready":
-                return
-            raise StreamLost(f"unexpected first message {msg!r}")
+                return True
+            if msg.get("type") == "unclean":
+                return False
+            raise StreamLost(f"unexpected message {str(msg)[:200]}")
         raise StreamLost("no ready message")
 
     async def send(self, data: bytes) -> None:

@@ -10,7 +10,10 @@ from typing import Any
 from referee.sandbox.settings import SandboxSettings
 
 LABEL = "org.referee.sandbox"
-SANDBOX_USER = "1000:1000"
+# The supervisor starts as root with three capabilities and nothing else; every candidate
+# process runs under a uid of its own (see supervisor.py), never as root.
+SUPERVISOR_USER = "0:0"
+SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
 WORKDIR = "/work"
 SUPERVISOR_CMD = ["/usr/bin/python3", "-I", "-S", "-B", "/opt/referee/supervisor.py"]
 # The only environment a candidate ever sees: nothing from the host.
@@ -26,6 +29,7 @@ def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> 
     host_config = api.create_host_config(
         network_mode="none",  # no interface but loopback: connects and DNS fail at once
         cap_drop=["ALL"],
+        cap_add=SUPERVISOR_CAPS,
         security_opt=["no-new-privileges:true"],  # the default seccomp profile stays on
         read_only=True,
         tmpfs={
@@ -51,7 +55,7 @@ def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> 
     return {
         "image": image,
         "command": SUPERVISOR_CMD,
-        "user": SANDBOX_USER,
+        "user": SUPERVISOR_USER,
         "working_dir": WORKDIR,
         "environment": dict(CANDIDATE_ENV),
         "hostname": "sandbox",

@@ -1,9 +1,9 @@
 """Building the sandbox image offline: debootstrap rootfs -> `docker import` -> supervisor layer.
 
 Two content-hash-tagged images:
-- base  `<repo>-base:<hash>`: a Debian minbase rootfs with the language table's packages and
-  an unprivileged `sandbox` user (uid 1000), made by debootstrap into a cache dir and imported
-  with `docker import` (no registry needed).
+- base  `<repo>-base:<hash>`: a Debian minbase rootfs with the language table's packages,
+  made by debootstrap into a cache dir and imported with `docker import` (no registry needed).
+  It needs no user account: candidates run under numeric uids the supervisor picks.
 - final `<repo>:<hash>`: the base plus supervisor.py and harness.py, by a tiny `docker build`
   with no RUN step (so no build container is ever started).
 
@@ -28,8 +28,7 @@ from typing import Any
 from referee.sandbox.languages import image_packages
 from referee.sandbox.settings import SandboxSettings, docker_module
 
-LAYOUT_VERSION = "1"
-SANDBOX_UID = 1000
+LAYOUT_VERSION = "2"
 HERE = Path(__file__).resolve().parent
 IN_IMAGE_FILES = ("supervisor.py", "harness.py")
 RECIPE_LABEL = "org.referee.sandbox.recipe"
@@ -49,7 +48,6 @@ def base_recipe(settings: SandboxSettings) -> dict[str, Any]:
         "suite": settings.debian_suite,
         "variant": "minbase",
         "packages": list(image_packages()),
-        "uid": SANDBOX_UID,
     }
 
 
@@ -78,8 +76,6 @@ def dockerfile_text(settings: SandboxSettings | None = None) -> str:
         "RUN apt-get update \\\n"
         f" && apt-get install -y --no-install-recommends {packages} \\\n"
         " && rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man \\\n"
-        f" && groupadd -g {SANDBOX_UID} sandbox \\\n"
-        f" && useradd -u {SANDBOX_UID} -g {SANDBOX_UID} -M -d /work -s /usr/sbin/nologin sandbox \\\n"
         " && mkdir -p /work /opt/referee && chmod 1777 /work\n"
         + "".join(f"COPY src/referee/sandbox/{name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
         + _final_instructions()
@@ -88,7 +84,9 @@ def dockerfile_text(settings: SandboxSettings | None = None) -> str:
 
 def _final_instructions() -> str:
     return (
-        f"USER {SANDBOX_UID}:{SANDBOX_UID}\n"
+        # Root with three capabilities (set at container creation); candidates never run as
+        # root: the supervisor gives each program a uid of its own.
+        "USER 0:0\n"
         "WORKDIR /work\n"
         "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 HOME=/work\n"
         'CMD ["/usr/bin/python3", "-I", "-S", "-B", "/opt/referee/supervisor.py"]\n'
@@ -139,7 +137,7 @@ def _debootstrap(settings: SandboxSettings, target: Path, log: Log) -> None:
 
 
 def finish_rootfs(staging: Path, target: Path) -> None:
-    """Prune caches, add the unprivileged user and the mount points, then publish atomically."""
+    """Prune caches, add the mount points, then publish atomically."""
     for rel in PRUNE:
         path = staging / rel
         if path.is_dir():
@@ -148,12 +146,6 @@ def finish_rootfs(staging: Path, target: Path) -> None:
                     shutil.rmtree(child)
                 else:
                     child.unlink()
-    passwd = (staging / "etc/passwd").read_text()
-    if "\nsandbox:" not in "\n" + passwd:
-        with (staging / "etc/passwd").open("a") as handle:
-            handle.write(f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}::/work:/usr/sbin/nologin\n")
-        with (staging / "etc/group").open("a") as handle:
-            handle.write(f"sandbox:x:{SANDBOX_UID}:\n")
     for rel in ("work", "opt/referee"):
         (staging / rel).mkdir(parents=True, exist_ok=True)
     (staging / "work").chmod(0o1777)

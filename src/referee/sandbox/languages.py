@@ -13,6 +13,23 @@ from dataclasses import dataclass, field
 # The harness that runs one `function` / `assert` test of a Python program (see harness.py);
 # not -S: candidates may call the exit()/quit() builtins that `site` installs.
 PYTHON_HARNESS = ("python3", "-I", "/opt/referee/harness.py")
+# Python's "compile" step: parse only (nothing of the program runs), in a child process under
+# the compile limits like any compiler, so a syntax bomb (a literal or f-string that explodes
+# the parser in time or memory) is the program's compile_error, never a stuck judge.
+PYTHON_SYNTAX_CHECK = (
+    "python3",
+    "-I",
+    "-S",
+    "-B",
+    "-c",
+    "import sys\n"
+    "src = open(sys.argv[1], 'rb').read()\n"
+    "try:\n"
+    "    compile(src, sys.argv[1], 'exec', dont_inherit=True)\n"
+    "except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:\n"
+    "    sys.exit(f'{type(exc).__name__}: {exc}')\n",
+    "sol.py",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +44,6 @@ class Language:
     # Files produced by `compile` that every test needs (kept by the supervisor, re-written
     # into a fresh work dir before each test).
     artifacts: tuple[str, ...] = ()
-    # "python": the supervisor parses the source with the image's own interpreter (no code is
-    # run), so a SyntaxError/IndentationError/TabError is a compile_error for every test.
-    syntax_check: str | None = None
     # Test formats besides stdio, and the command that runs one such test.
     harness: tuple[str, ...] | None = None
     formats: frozenset[str] = field(default_factory=lambda: frozenset({"stdio"}))
@@ -56,7 +70,7 @@ LANGUAGES: dict[str, Language] = {
             packages=("python3",),
             # -I: no user site, no PYTHON* variables; it also halves start-up (12 -> 7 ms).
             run=("python3", "-I", "sol.py"),
-            syntax_check="python",
+            compile=PYTHON_SYNTAX_CHECK,
             harness=PYTHON_HARNESS,
             formats=frozenset({"stdio", "function", "assert"}),
             memory_markers=(b"MemoryError",),

@@ -3,10 +3,14 @@
 - `start()` connects to Docker (in a thread), removes stray containers carrying this service's
   label and starts filling the pool. It never raises: if Docker is unreachable or the image is
   missing it records the reason, reports unhealthy, and retries in the background.
-- `run(job)` takes a warm container (waiting while replacements start), sends the submission,
-  collects one result per test, and discards the container: a container is never reused
-  across submissions, whatever the candidate did in it. Replacements start asynchronously.
-- At most `max_parallel` submissions run at once (wall-clock limits need a free core).
+- `run(job)` takes a warm container (waiting while replacements start), sends the submission
+  and collects one result per test. The container then scrubs itself (the supervisor kills
+  the program's processes and removes its files and IPC objects; the next program runs under
+  a uid never used in it before) and comes back warm, unless it reported anything unclean,
+  served `max_runs_per_container` programs or grew older than `max_container_age_s`: then it
+  is removed and replaced asynchronously.
+- At most `max_parallel` submissions run at once (wall-clock limits need a free core), and
+  never more than `max(pool_size, max_parallel)` containers exist, whatever the queue.
 
 If the supervisor dies or reports tampering during test i, the tests not yet run go to a new
 container. A test that kills the supervisor twice in a row is the candidate's doing and gets
@@ -58,6 +62,8 @@ class SandboxPool:
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="referee-sandbox")
         self._warm: list[SandboxContainer] = []
         self._starting = 0
+        self._in_use = 0  # containers handed to a submission
+        self._recycling = 0  # containers scrubbing themselves after a submission
         self._waiting = 0
         self._queued = 0  # submissions waiting for a run slot
         self._active = 0  # submissions holding a run slot
@@ -68,7 +74,7 @@ class SandboxPool:
         self._healthy = False
         self._reason = "not started"
         self._closed = False
-        self.stats = {"started": 0, "removed": 0, "runs": 0}
+        self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -158,6 +164,15 @@ class SandboxPool:
             return False, self._reason
         return True, f"ok: {len(self._warm)} warm, {self._starting} starting, image {self.image}"
 
+    @property
+    def containers(self) -> int:
+        """Containers that exist now: warm, starting, running a submission or scrubbing."""
+        return len(self._warm) + self._starting + self._in_use + self._recycling
+
+    @property
+    def max_containers(self) -> int:
+        return max(self.settings.pool_size, self.settings.max_parallel)
+
     # -- keeping containers warm ---------------------------------------------------------------
 
     async def _maintain(self) -> None:
@@ -179,7 +194,8 @@ class SandboxPool:
             want = needed if self._active else max(needed, self.settings.pool_size)
             while (
                 self._healthy
-                and len(self._warm) + self._starting < want
+                and len(self._warm) + self._starting + self._recycling < want
+                and self.containers < self.max_containers
                 and self._starting < self.settings.max_starting
             ):
                 self._starting += 1
@@ -198,7 +214,9 @@ class SandboxPool:
         try:
             kwargs = container_create_kwargs(self._client.api, self.settings, self.image)
             container = await self._call(SandboxContainer.create, self._client.api, kwargs)
-            await container.wait_ready(self.settings.start_timeout_s)
+            if not await container.wait_ready(self.settings.start_timeout_s):
+                raise StreamLost("a new container reported itself unclean")
+            container.memory_mb = self.settings.container_memory_mb()
             self.stats["started"] += 1
             self._warm.append(container)
         except Exception as exc:
@@ -224,6 +242,7 @@ class SandboxPool:
                 if not self._healthy:
                     raise SandboxUnavailable(self._reason)
                 if self._warm:
+                    self._in_use += 1
                     return self._warm.pop(0)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -268,13 +287,19 @@ class SandboxPool:
             container = await self._acquire()
             result.containers += 1
             state = {"compiled": False}
+            finished = False
             try:
                 finished = await self._run_in(container, job, pending, result, state)
                 lost = ""
             except StreamLost as exc:
-                finished, lost = False, str(exc)
+                lost = str(exc)
             finally:
-                self._spawn(self._remove(container))
+                self._in_use -= 1
+                if finished:
+                    self._recycling += 1
+                    self._spawn(self._recycle(container))
+                else:
+                    self._spawn(self._remove(container))
                 self._changed.set()
             pending = [i for i, t in enumerate(result.tests) if t is None]
             if finished or not result.compile_ok or not pending:
@@ -293,6 +318,27 @@ class SandboxPool:
                     status="lost", note=f"the program disrupted the sandbox supervisor: {lost}"[:300]
                 )
 
+    async def _recycle(self, container: SandboxContainer) -> None:
+        """Back to the warm pool once the supervisor says it scrubbed itself, or removed."""
+        try:
+            container.runs += 1
+            retire = (
+                container.runs >= self.settings.max_runs_per_container
+                or time.monotonic() - container.created > self.settings.max_container_age_s
+            )
+            ready = False
+            if not retire:
+                with contextlib.suppress(StreamLost):
+                    ready = await container.wait_ready(self.settings.scrub_timeout_s)
+            if ready and not self._closed and self._healthy:
+                self.stats["reused"] += 1
+                self._warm.append(container)
+            else:
+                await self._remove(container)
+        finally:
+            self._recycling -= 1
+            self._changed.set()
+
     async def _run_in(
         self,
         container: SandboxContainer,
@@ -303,11 +349,14 @@ class SandboxPool:
     ) -> bool:
         """Run the pending tests in one container. True when every test got a result."""
         lim = job.limits
-        if lim.memory_mb != self.settings.memory_limit_mb:
-            mem = f"{self.settings.container_memory_mb(lim.memory_mb)}m"
+        # A container keeps the limit of its last program: set it whenever it differs.
+        memory_mb = self.settings.container_memory_mb(lim.memory_mb)
+        if container.memory_mb != memory_mb:
+            mem = f"{memory_mb}m"
             await self._call(
                 self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
             )
+            container.memory_mb = memory_mb
         budget = lim.compile_timeout_s + 5.0 + len(pending) * (lim.time_s + PER_TEST_SLACK_S)
         await container.send(encode_request(job, pending))
         async for msg in container.messages(time.monotonic() + budget):
@@ -327,4 +376,6 @@ class SandboxPool:
                 return True
             elif kind == "error":
                 raise StreamLost(f"supervisor error: {msg.get('message')}")
+            elif kind == "unclean":
+                raise StreamLost(f"the program left traces the sandbox could not remove: {msg.get('reason')}")
         return False

@@ -42,7 +42,8 @@ Judgement = tuple[TestVerdict, str | None]  # (verdict, reason)
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One submission: a program and all its tests (one container)."""
+    """One submission: a program and all its tests (one container, unless the pool has to
+    move the remaining tests to a new one)."""
 
     language: Language
     mode: str
@@ -121,7 +122,6 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
     req = {
         "source": b64(job.source),
         "source_file": lang.source_file,
-        "syntax_check": lang.syntax_check,
         "compile": list(lang.compile) if lang.compile else None,
         "artifacts": list(lang.artifacts),
         "run": list(lang.run),

@@ -67,7 +67,7 @@ class Scorer:
     ) -> None:
         self.settings = settings
         self.installed = installed
-        # Name -> verifier. The service passes its catalog's resolver (built-ins, then types
+        # Name -> verifier. The service passes its catalog's resolver (installed verifiers, then types
         # registered through the API, `name@N` pinned); raises UnknownVerifier.
         self.resolve: Callable[[str], Verifier] = resolver or installed.get
         self.pool = pool

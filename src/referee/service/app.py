@@ -28,8 +28,9 @@ log = structlog.get_logger(__name__)
 
 
 async def _start_sandbox(settings: Settings) -> SandboxPool | None:
-    """The code sandbox is a resource of the `code` verifier. It never blocks start-up: if
-    Docker is unreachable, the pool records why and code verdicts come back as errors."""
+    """The code sandbox is a resource of the `code` verifier and of registered python graders.
+    It never blocks start-up: if Docker is unreachable, the pool records why and their verdicts
+    come back as errors."""
     if not settings.sandbox:
         return None
     pool = SandboxPool(SandboxSettings())

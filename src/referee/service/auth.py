@@ -107,7 +107,8 @@ class KeyGate:
 
 
 def install_auth(app: FastAPI, settings: Settings) -> Auth:
-    """Refusals are `AuthError`s, answered by the service's one `DomainError` handler."""
+    """Refusals are `AuthError`s: `KeyGate` answers them itself (before the body is read), the
+    routes' dependencies through the service's one `DomainError` handler; same body either way."""
     auth = Auth(settings)
     app.state.auth = auth
     app.add_middleware(KeyGate, auth=auth)

@@ -1,4 +1,4 @@
-"""Run a real uvicorn server in a background thread (demos, tests, notebooks)."""
+"""Run a real uvicorn server in a background thread (tests, notebooks)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ Label encoding (``--label_key`` names the dataset column OpenRLHF sends as `labe
   parameter ``?verifier=NAME`` (``exact`` if absent). "42" stays the string "42".
 
 The response is ``query[len(prompt):]`` when the query starts with its prompt, else the whole
-query. OpenRLHF cannot mask a sample, so one without a verdict (`status: "error"`) gets reward
-`error_reward` (0.0) and is counted in ``extra_logs["referee_error"]`` (per-sample 0/1 lists).
+query. OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
+(`status: "error"`) reward `error_reward` (0.0) and counts it in ``extra_logs["referee_error"]``
+(per-sample 0/1 lists); the route then refuses such a batch with 503 unless ``?on_error=zero``.
 """
 
 from __future__ import annotations

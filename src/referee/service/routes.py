@@ -73,7 +73,8 @@ def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
 
 @router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"], dependencies=CLIENT)
 async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList:
-    """Built-ins, then registered types (kind declarative/python/webhook, latest version)."""
+    """Installed verifiers (kind builtin/extra/plugin), then registered types (kind
+    declarative/python/webhook, latest active version)."""
     installed = scorer.installed
     builtin = [verifier_info(v, installed.kind(v.name)) for v in installed]
     return VerifierList(verifiers=builtin + [verifier_info(v, catalog.kind(v)) for v in catalog.registered()])

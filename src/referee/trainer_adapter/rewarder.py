@@ -1,4 +1,5 @@
-"""Group rewarder: the one place where trainer batches become `/v1/groups` requests.
+"""Group rewarder: batches of GRPO groups become `/v1/groups` requests (the GRPO loop uses it;
+the TRL and verl adapters group flat samples and send their own request).
 
 A GRPO batch is `n` prompts × `G` completions. The rewarder sends one request per batch
 (split into concurrent chunks when the batch is large, so no single request grows without bound
@@ -31,7 +32,7 @@ from referee.models import (
 
 @runtime_checkable
 class GroupScorer(Protocol):
-    """Anything that scores groups: `referee.client.AsyncClient`, or an in-process scorer."""
+    """Anything that scores groups: `referee.client.AsyncClient`, or a stand-in in tests."""
 
     async def score_groups(
         self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None

@@ -1,6 +1,6 @@
-"""Deduction puzzles: knights and knaves, zebra (einstein) puzzles and CNF satisfiability.
+"""Deduction puzzles: knights and knaves and CNF satisfiability (zebra puzzles: `zebra`).
 
-Each candidate is checked against the puzzle's own rules (statements, clues, clauses), so any
+Each candidate is checked against the puzzle's own rules (statements, clauses), so any
 assignment that satisfies them scores 1, not only the stored one. A rule whose kind this module
 does not know cannot be checked; then only the stored solution is accepted (and without one the
 verdict is an error, not a guess).

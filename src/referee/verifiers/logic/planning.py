@@ -1,8 +1,9 @@
 """Planning puzzles whose answer is a move sequence: tower of Hanoi and maze paths.
 
 Both problems ask for the *shortest* solution, so a legal but longer sequence scores 0. The
-optimum is computed from the puzzle itself (2^n − 1 Hanoi moves for three pegs, Frame–Stewart
-numbers for more; breadth-first search for the maze) rather than trusted from the reference.
+optimum is computed from the puzzle itself (2^n − 1 Hanoi moves for three pegs; breadth-first
+search for the maze) rather than trusted from the reference. With more than three pegs the
+reference's `min_moves` is used when given, else the Frame–Stewart number.
 """
 
 from __future__ import annotations

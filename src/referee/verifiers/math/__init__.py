@@ -1,8 +1,9 @@
 """The `math` verifier (final-answer equivalence under Referee's math policy).
 
-Private modules, in pipeline order: `_extract` (final answer, retractions, hedges), `_text`
-(spelling clean-up), `_lexer` (whitelist tokenizer), `_parser` (grammar -> tuple tree),
-`_values` (what the answer denotes), `_numeric` (exact / bounded numeric equality),
+Private modules, in pipeline order: `_verifier` (the verifier, driving the rest), `_extract`
+(final answer, retractions, hedges), `_text` (spelling clean-up), `_lexer` (whitelist
+tokenizer), `_parser` (grammar -> tuple tree, node shapes in `_tree`), `_values` (what the
+answer denotes), `_numeric` (exact / bounded numeric equality, over `_exact` and `_evaluate`),
 `_compare` (policy rules), `_format` (bounded rendering for details).
 """
 

@@ -31,10 +31,10 @@ from referee.verifiers.math._values import (
     percent_readings,
 )
 
-MAX_SET_ITEMS = 64
+MAX_SET_ITEMS = 64  # larger sets are compared only item by item in order (bounded work)
 # Decimal golds smaller than this are exact, not rounded: rounding 0.0000001 to 7 places
 # would accept anything within 50% of it (tiny values must stay distinct, like 1e-7 vs 2e-7).
-ROUNDING_MIN_GOLD = Fraction(1, 1000)  # larger sets are compared only item by item in order (bounded work)
+ROUNDING_MIN_GOLD = Fraction(1, 1000)
 
 
 @dataclass(frozen=True, slots=True)
