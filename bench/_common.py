@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-EVALS = Path(os.environ.get("REFEREE_EVALS_DIR", REPO.parent / "shared" / "evals"))
 
 
 def free_port() -> int:

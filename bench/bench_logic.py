@@ -20,15 +20,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import httpx
+from tests.data import devset
 
-from bench._common import EVALS, REPO, emit, summarize, uvicorn_server
+from bench._common import REPO, emit, summarize, uvicorn_server
 
 GROUP_SIZE = 16
 
 
 def build_groups(seed: int = 0) -> dict[str, list[dict]]:
-    lines = (EVALS / "logic_dev.jsonl").read_text().splitlines()[1:]
-    rows = [json.loads(line) for line in lines if line.strip()]
+    rows = devset("logic").rows
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_task[row["task"]].append(row)

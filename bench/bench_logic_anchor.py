@@ -33,7 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_EVALS = Path(__file__).resolve().parents[1].parent / "shared" / "evals"
+from tests.data import devsets_dir
+
 CANARY = "RG_CANARY"
 
 
@@ -195,9 +196,7 @@ def p99(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--evals", type=Path, default=Path(os.environ.get("REFEREE_EVALS_DIR", DEFAULT_EVALS))
-    )
+    parser.add_argument("--evals", type=Path, default=devsets_dir())
     parser.add_argument("--timeout", type=float, default=5.0, help="per-case deadline in seconds")
     parser.add_argument("--repeats", type=int, default=20, help="scorer calls per case for the timing pass")
     args = parser.parse_args()

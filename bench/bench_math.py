@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
 import time
 from collections import defaultdict
 
 import httpx
+from tests.data import devset
 
-from bench._common import EVALS, emit, summarize, uvicorn_server
+from bench._common import emit, summarize, uvicorn_server
 
 GROUP_SIZE = 16
 
 
 def build_groups(seed: int = 0) -> list[tuple[str, list[str]]]:
-    rows = [json.loads(line) for line in (EVALS / "math_dev.jsonl").read_text().splitlines() if line.strip()]
+    rows = devset("math").rows
     by_gold: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         by_gold[row["gold"]].append(row["response"])

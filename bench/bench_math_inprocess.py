@@ -15,22 +15,21 @@ the labelled rows (the row's own response in its group). Math-Verify is a bench-
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.data import devset
+
 from referee.verifiers.math import MathVerifier
 
 REPO = Path(__file__).resolve().parents[1]
-EVALS = Path(os.environ.get("REFEREE_EVALS_DIR", REPO.parent / "shared" / "evals"))
 
 
 def load_groups(group_size: int) -> list[tuple[dict[str, Any], list[str]]]:
-    rows = [json.loads(line) for line in (EVALS / "math_dev.jsonl").read_text().splitlines() if line.strip()]
+    rows = devset("math").rows
     groups = []
     for i, row in enumerate(rows):
         responses = [rows[(i + k) % len(rows)]["response"] for k in range(group_size)]

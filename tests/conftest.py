@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,6 @@ from referee.service.background import BackgroundServer
 from referee.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-EVALS = Path(os.environ.get("REFEREE_EVALS_DIR", REPO.parent / "shared" / "evals"))
 TEST_VERIFIERS = "tests.support.verifiers:TEST_VERIFIERS"
 
 
@@ -27,12 +25,6 @@ def make_settings(**overrides: object) -> Settings:
     }
     base.update(overrides)
     return Settings(**base)  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="session")
-def evals_dir() -> Path:
-    assert EVALS.is_dir(), f"evaluation data not found at {EVALS} (set REFEREE_EVALS_DIR)"
-    return EVALS
 
 
 @pytest.fixture(scope="session")

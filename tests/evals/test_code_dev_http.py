@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
-from tests.evals._data import load_rows
+from tests.data import devset
 
 pytestmark = pytest.mark.docker
 
@@ -41,8 +40,8 @@ def code_server() -> Iterator[BackgroundServer]:
         running.stop()
 
 
-def test_code_dev_set_verdicts_and_fractions(code_server: BackgroundServer, evals_dir: Path) -> None:
-    rows = load_rows(evals_dir / "code_dev.jsonl")
+def test_code_dev_set_verdicts_and_fractions(code_server: BackgroundServer) -> None:
+    rows = devset("code").rows
     ready = httpx.get(f"{code_server.url}/readyz").json()
     assert ready["checks"]["sandbox"]["ok"], ready
     groups = [

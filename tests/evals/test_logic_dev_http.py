@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 
 from referee.service.background import BackgroundServer
-from tests.evals._data import load_rows
+from tests.data import devset
 
 
-def test_logic_dev_set_full_agreement(server: BackgroundServer, evals_dir: Path) -> None:
-    rows = load_rows(evals_dir / "logic_dev.jsonl")
+def test_logic_dev_set_full_agreement(server: BackgroundServer) -> None:
+    rows = devset("logic").rows
     groups = [
         {
             "verifier": [

@@ -11,13 +11,14 @@ import httpx
 import pytest
 
 from referee.service.background import BackgroundServer
-from tests.evals._data import by_key, load_rows
+from tests.data import devset
+from tests.evals._data import by_key
 
 ZERO_FP_PREFIXES = ("numeric_tolerance_", "tiny_values", "no_final_answer", "adversarial_", "empty_boxed")
 
 
-def test_math_dev_set_accuracy_and_no_false_positives(server: BackgroundServer, evals_dir: Path) -> None:
-    rows = load_rows(evals_dir / "math_dev.jsonl")
+def test_math_dev_set_accuracy_and_no_false_positives(server: BackgroundServer) -> None:
+    rows = devset("math").rows
     grouped = by_key(rows, "gold")
     groups = [
         {"verifier": "math", "reference": g[0]["gold"], "responses": [r["response"] for r in g]}
@@ -45,10 +46,8 @@ def test_math_dev_set_accuracy_and_no_false_positives(server: BackgroundServer, 
     assert accuracy >= 0.98, misses
 
 
-async def test_pathological_and_normal_requests_concurrently(
-    server: BackgroundServer, evals_dir: Path
-) -> None:
-    rows = load_rows(evals_dir / "math_dev.jsonl")
+async def test_pathological_and_normal_requests_concurrently(server: BackgroundServer) -> None:
+    rows = devset("math").rows
     pathological = [r for r in rows if r["category"] == "pathological"]
     normal = [r for r in rows if r["category"] == "gsm8k_integer"]
     assert pathological and normal

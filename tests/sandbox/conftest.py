@@ -54,3 +54,14 @@ async def sandbox_pool(sandbox_image: str) -> AsyncIterator[SandboxPool]:
         yield pool
     finally:
         await pool.close()
+
+
+@pytest.fixture
+async def one_container(sandbox_image: str) -> AsyncIterator[SandboxPool]:
+    """A pool of exactly one container, so consecutive programs share it."""
+    pool = SandboxPool(make_sandbox_settings(pool_size=1, max_parallel=1))
+    await pool.start()
+    try:
+        yield pool
+    finally:
+        await pool.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,18 +9,15 @@ from typing import Any
 from referee.sandbox.hardening import LABEL
 from referee.sandbox.settings import SandboxSettings
 from referee.sandbox.supervisor import CANDIDATE_UID_BASE
+from tests.data import devset
 
 TEST_INSTANCE = "pytest"
 
 
-def evals_dir() -> Path:
-    default = Path(__file__).resolve().parents[2].parent / "shared" / "evals"
-    return Path(os.environ.get("REFEREE_EVALS_DIR", default))
-
-
 def load_code_rows() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    lines = (evals_dir() / "code_dev.jsonl").read_text().splitlines()
-    return json.loads(lines[0]), [json.loads(line) for line in lines[1:] if line.strip()]
+    policy, rows = devset("code")
+    assert policy is not None, "code_dev.jsonl starts with its limits policy"
+    return policy, rows
 
 
 def make_sandbox_settings(**overrides: object) -> SandboxSettings:

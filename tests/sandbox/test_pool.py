@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -35,11 +34,11 @@ def test_checked_in_dockerfile_matches_the_recipe() -> None:
 
 
 async def test_containers_are_hardened(sandbox_pool: SandboxPool) -> None:
-    while not sandbox_pool._warm:
-        await asyncio.sleep(0.05)
+    assert await sandbox_pool.until_warm(1)
     client = docker_client()
     try:
-        info = client.api.inspect_container(sandbox_pool._warm[0].id)
+        mine = client.api.containers(filters={"label": f"{LABEL}={sandbox_pool.settings.instance}"})
+        info = client.api.inspect_container(mine[0]["Id"])
     finally:
         client.close()
     host, config = info["HostConfig"], info["Config"]
@@ -66,8 +65,7 @@ async def test_containers_are_hardened(sandbox_pool: SandboxPool) -> None:
 async def test_close_removes_every_labelled_container(sandbox_image: str) -> None:
     pool = SandboxPool(make_sandbox_settings(pool_size=3))
     await pool.start()
-    while len(pool._warm) < 3:
-        await asyncio.sleep(0.05)
+    assert await pool.until_warm(3)
     assert len(labelled_containers()) >= 3
     await pool.close()
     assert labelled_containers() == []
@@ -77,9 +75,9 @@ async def test_close_removes_every_labelled_container(sandbox_image: str) -> Non
 async def test_start_removes_strays(sandbox_image: str) -> None:
     first = SandboxPool(make_sandbox_settings(pool_size=2))
     await first.start()
-    while len(first._warm) < 2:
-        await asyncio.sleep(0.05)
-    first._closed = True  # simulate a crashed service: containers stay behind
+    assert await first.until_warm(2)
+    # Simulate a crashed service (no public way to do that): its containers stay behind.
+    first._closed = True
     if first._maintainer is not None:
         first._maintainer.cancel()
     strays = set(labelled_containers())

@@ -10,12 +10,11 @@ plants one kind of trace and looks for it from the next run.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
 from referee.sandbox import LANGUAGES, Job, Limits, SandboxPool, TestInput
-from referee.sandbox.supervisor import CANDIDATE_UID_BASE
+from referee.sandbox.supervisor import CANDIDATE_UID_BASE, ZYGOTE
 from tests.sandbox.helpers import make_sandbox_settings
 
 pytestmark = pytest.mark.docker
@@ -42,6 +41,8 @@ if os.fork() == 0:                                    # a daemon that outlives t
 print(shm >= 0, msg >= 0, sem >= 0)
 """
 
+ZYGOTE_CMDLINE = "\x00".join(ZYGOTE) + "\x00"
+
 # Looks for any trace of an earlier program (or test) and prints what it sees.
 LOOK = r"""
 import json, os, resource
@@ -53,18 +54,20 @@ def entries(path):
 def sysv(table):
     with open('/proc/sysvipc/' + table) as handle:
         return handle.read().splitlines()[1:]
-others = []
+others, root = [], []  # root: the supervisor's Python template, which candidates may see
 me = os.getpid()
 for pid in os.listdir('/proc'):
     if pid.isdigit() and int(pid) not in (1, me):
-        others.append(open(f'/proc/{pid}/cmdline', 'rb').read().decode(errors='replace'))
+        cmdline = open(f'/proc/{pid}/cmdline', 'rb').read().decode(errors='replace')
+        uid = int(open(f'/proc/{pid}/status').read().split('Uid:')[1].split()[0])
+        (root if uid == 0 else others).append(cmdline)
 status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines() if ':' in line)
 print(json.dumps({
     "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
     "cap_eff": status['CapEff'].strip(), "cap_prm": status['CapPrm'].strip(),
     "tmp": entries('/tmp'), "work": entries('/work'),
     "shm": sysv('shm'), "msg": sysv('msg'), "sem": sysv('sem'),
-    "others": others, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+    "others": others, "root": root, "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
     "env": sorted(os.environ),
 }))
 """
@@ -94,17 +97,6 @@ print(json.dumps(results))
 """
 
 
-@pytest.fixture
-async def one_container(sandbox_image: str) -> AsyncIterator[SandboxPool]:
-    """A pool of exactly one container, so consecutive programs share it."""
-    pool = SandboxPool(make_sandbox_settings(pool_size=1, max_parallel=1))
-    await pool.start()
-    try:
-        yield pool
-    finally:
-        await pool.close()
-
-
 def job(pool: SandboxPool, source: str, tests: int = 1) -> Job:
     return Job(
         LANGUAGES["python"],
@@ -131,6 +123,9 @@ async def test_programs_share_a_container_under_fresh_uids_without_privilege(
     uids = [s["uid"] for s in seen]
     assert len(set(uids)) == 3 and all(uid > CANDIDATE_UID_BASE for uid in uids)
     for s in seen:
+        # The only other root process a candidate can see is the Python template it was forked
+        # from (it holds nothing secret, and a candidate can neither signal nor read it).
+        assert s["root"] == [ZYGOTE_CMDLINE]
         assert s["gid"] == s["uid"] and s["groups"] == []
         assert int(s["cap_eff"], 16) == 0 and int(s["cap_prm"], 16) == 0
 
@@ -160,7 +155,8 @@ async def test_nothing_leaks_between_tests_of_one_program(
         "    print('SEEN shm')\n"
         "if os.listdir('/tmp') or os.listdir('/work') != ['sol.py']:\n"
         "    print('SEEN files', os.listdir('/tmp'), os.listdir('/work'))\n"
-        "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())]\n"
+        "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())\n"
+        "          and int(open(f'/proc/{p}/status').read().split('Uid:')[1].split()[0]) != 0]\n"
         "if others:\n"
         "    print('SEEN processes', others)\n" + PLANT
     )

@@ -173,6 +173,23 @@ class SandboxPool:
     def max_containers(self) -> int:
         return max(self.settings.pool_size, self.settings.max_parallel)
 
+    @property
+    def warm(self) -> int:
+        """Containers started and idle, ready for the next submission."""
+        return len(self._warm)
+
+    async def until_warm(self, n: int | None = None, timeout_s: float = 120.0) -> bool:
+        """Wait until `n` containers (default: pool_size) are warm and none is starting or
+        being scrubbed; False if that did not happen within `timeout_s`. For benchmarks and
+        tests that must start from a full pool, without polling private state."""
+        want = self.settings.pool_size if n is None else n
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while self.warm < want or self._starting or self._recycling:
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
     # -- keeping containers warm ---------------------------------------------------------------
 
     async def _maintain(self) -> None:

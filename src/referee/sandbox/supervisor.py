@@ -37,6 +37,7 @@ import os
 import resource
 import selectors
 import signal
+import socket
 import stat
 import sys
 import time
@@ -60,6 +61,12 @@ REAP_GRACE_S = 3.0
 PR_SET_DUMPABLE = 4
 LIBC = ctypes.CDLL(None, use_errno=True)
 PRCTL = LIBC.prctl
+# The warm Python template (zygote.py) and the commands it may run: `python3 -I [-S] [-B]
+# (script | -c code) args`. Anything else (a compiler, a native binary) is spawned from here.
+ZYGOTE = ("/usr/bin/python3", "-I", "/opt/referee/zygote.py")
+ZYGOTE_FLAGS = frozenset({"-I", "-S", "-B"})
+ZYGOTE_REPLY_TIMEOUT_S = 10.0
+SAMPLE_INTERVAL_S = 0.005  # how often a running test's memory (the whole tree) is sampled
 
 
 def send(msg):
@@ -122,32 +129,87 @@ class Supervisor:
             signal.signal(sig, signal.SIG_IGN)
         self.baseline = self_state()
         self.peak_rss_kb = 0  # max ru_maxrss of every process reaped during the current run
+        self.zygote = Zygote()
 
     def note_rusage(self, rusage):
         self.peak_rss_kb = max(self.peak_rss_kb, rusage.ru_maxrss)
 
     # -- process control -------------------------------------------------------------------
 
-    def kill_everything(self):
-        """SIGKILL every other process in the container and reap them all.
+    def reap(self):
+        """Reap every exited child of this process (orphans of candidates, helpers); returns
+        {pid: (status, rusage)}. The template's own death is noted here."""
+        reaped: dict = {}
+        while True:
+            try:
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return reaped
+            if pid == 0:
+                return reaped
+            self.note_rusage(rusage)
+            if pid == self.zygote.pid:
+                self.zygote.pid = None  # its socket reads EOF; the next spawn starts a new one
+            reaped[pid] = (status, rusage)
 
-        kill(-1) from PID 1 with CAP_KILL reaches every other process in the container and
-        cannot be escaped by setsid/double-fork. Returns False if something survives."""
+    def others(self):
+        """Every process in the container but this one and the template (zombies included)."""
+        keep = {os.getpid(), self.zygote.pid}
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+
+    def kill_everything(self, uid):
+        """SIGKILL every process of the candidate `uid` and reap what is ours to reap; returns
+        False if something survives REAP_GRACE_S.
+
+        Without the template, kill(-1) from PID 1 (with CAP_KILL) reaches every other process
+        and cannot be escaped by setsid/double-fork. With it, a helper that has become `uid`
+        calls kill(-1): that reaches exactly the processes of `uid` (a candidate can never
+        change its uid), and never the template. Either way, repeated until none is left."""
         deadline = time.monotonic() + REAP_GRACE_S
         while True:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-            while True:
-                try:
-                    pid, _, rusage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    return True
-                if pid == 0:
-                    break
-                self.note_rusage(rusage)
+            self.reap()
+            if not self.others():
+                return True
+            if self.zygote.pid is None or self.as_uid(uid, kill_all_of_mine, REAP_GRACE_S) is None:
+                # No template, or no helper (a fork bomb holds every pid): kill(-1) from here;
+                # it takes the template too, which the next Python test starts again.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+            self.reap()
+            if not self.others():
+                return True
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.002)
+            time.sleep(0.001)
+
+    def as_uid(self, uid, action, timeout_s):
+        """Run `action()` in a child that has become `uid`; True if it exited 0 in time, None
+        when no child could be made (the container's pid limit is exhausted).
+
+        Such a child is as exposed as any candidate process (same uid), so it is waited for
+        with a deadline and killed from here if a candidate stopped it."""
+        try:
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:
+            code = 1
+            with contextlib.suppress(BaseException):
+                signal.set_wakeup_fd(-1)
+                become(uid)
+                action()
+                code = 0
+            os._exit(code)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got:
+                return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return False
+            time.sleep(0.0005)
 
     def spawn(self, argv, env, limits, stdin_fd, out_fd, err_fd, extra_fds, uid):
         pid = os.fork()
@@ -193,10 +255,10 @@ class Supervisor:
         child.pump(started + timeout_s)
         # The verdict is decided by the main process: whatever it left behind dies now,
         # before we read what is still buffered in the pipes.
-        clean = self.kill_everything()
+        clean = self.kill_everything(uid)
         child.finish()
         oom_after = read_oom_kills()
-        tree_peak_kb = self.tree_peak_kb(cg_peak_before, cg_usage_before, sup_rss_before)
+        tree_peak_kb = self.tree_peak_kb(cg_peak_before, cg_usage_before, sup_rss_before, child.usage_peak)
         status, rusage = child.status, child.rusage
         cpu_s = rusage.ru_utime + rusage.ru_stime if rusage is not None else None
         elapsed = (child.ended or time.monotonic()) - started
@@ -220,57 +282,57 @@ class Supervisor:
             result["result"] = b64(child.outputs[child.res_r][: result_cap or out_cap])
         return result
 
-    def tree_peak_kb(self, cg_peak_before, cg_usage_before, sup_rss_before):
-        """The test's process tree peak from the container's memory cgroup, if it rose."""
-        cg_peak_after = read_int(CGROUP_PEAK)
-        if None in (cg_peak_before, cg_usage_before, cg_peak_after) or cg_peak_after <= cg_peak_before:
+    def tree_peak_kb(self, cg_peak_before, cg_usage_before, sup_rss_before, sampled_peak):
+        """The test's process tree peak from the container's memory cgroup.
+
+        The cgroup's high-water mark cannot be reset from inside (read-only), and a container
+        serves many tests: once an earlier test set it, a later tree below it would go
+        unnoticed. So the usage is also sampled while the test runs (`sampled_peak`); the
+        high-water mark still catches a spike between two samples whenever it rose."""
+        if cg_usage_before is None:
             return None
-        # The container's peak rose during this test: the test's tree peak is that peak
-        # minus what was charged before it started, minus what this supervisor itself
-        # grew by (its output buffers). Both subtractions can only under-estimate.
+        peaks = [p for p in (sampled_peak,) if p is not None]
+        cg_peak_after = read_int(CGROUP_PEAK)
+        if cg_peak_before is not None and cg_peak_after is not None and cg_peak_after > cg_peak_before:
+            peaks.append(cg_peak_after)
+        if not peaks:
+            return None
+        # Minus what was charged before the test started, minus what this supervisor itself
+        # grew by (its output buffers): both subtractions can only under-estimate.
         grown = max(0, self_rss_kb() - sup_rss_before)
-        return max(0, (cg_peak_after - cg_usage_before) // 1024 - grown)
+        return max(0, (max(peaks) - cg_usage_before) // 1024 - grown)
 
     # -- work dir --------------------------------------------------------------------------
 
     def scrub(self, uid):
         """Leave nothing of `uid` behind: processes, files in /work and /tmp, System V IPC
         objects. Returns None when the container is pristine again, else what remains."""
-        if not self.kill_everything():
+        if not self.kill_everything(uid):
             return "a process survived SIGKILL"
         # The candidate's files and IPC objects are removed by a child running as their owner:
         # this process holds no capability to override permissions (no CAP_DAC_OVERRIDE,
         # CAP_FOWNER or CAP_IPC_OWNER), on purpose.
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            with contextlib.suppress(BaseException):
-                signal.set_wakeup_fd(-1)
-                become(uid)
-                remove_scratch()
-                remove_sysv_ipc(uid)
-                code = 0
-            os._exit(code)
-        deadline = time.monotonic() + SCRUB_TIMEOUT_S
-        while True:
-            got, _ = os.waitpid(pid, os.WNOHANG)
-            if got:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                return "scrubbing timed out"
-            time.sleep(0.001)
+        if not self.as_uid(uid, scrub_as_owner, SCRUB_TIMEOUT_S):
+            return "scrubbing failed or timed out"
         remove_scratch()  # what this process wrote itself (the program and its artifacts)
-        return leftovers()
+        return leftovers(self.zygote.pid)
 
     def reset_scratch(self, uid, files):
-        """Scrub `uid`'s traces and write `files` into /work: every test starts pristine."""
+        """Scrub `uid`'s traces and write `files` into /work: every test starts pristine.
+
+        When the last test left nothing (no process, /tmp empty, /work exactly the files this
+        process wrote, which a candidate can neither change nor remove: root-owned, 0644/0555,
+        in a sticky directory, and no IPC object), there is nothing to scrub or rewrite."""
+        if not self.kill_everything(uid):
+            raise Unclean("a process survived SIGKILL")
+        if untouched(files):
+            return
         problem = self.scrub(uid)
         if problem is not None:
             raise Unclean(problem)
         for name, (data, mode) in files.items():
             fd = os.open(os.path.join(WORK, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            os.fchmod(fd, mode)  # exactly `mode`, whatever the umask: untouched() compares it
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
 
@@ -285,6 +347,38 @@ def become(uid):
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+
+
+def kill_all_of_mine():
+    """As a candidate's uid: SIGKILL every process of that uid but this one (see
+    kill_everything). Zombies count for kill(-1) too, so a few rounds, not "until ESRCH"."""
+    for _ in range(3):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+
+
+def scrub_as_owner():
+    remove_scratch()
+    remove_sysv_ipc(os.getuid())
+
+
+def untouched(files):
+    """True when /work holds exactly `files` as this process wrote them, /tmp is empty and no
+    System V IPC object exists (see Supervisor.reset_scratch)."""
+    try:
+        if os.listdir("/tmp") or sorted(os.listdir(WORK)) != sorted(files):
+            return False
+        for name, (data, mode) in files.items():
+            st = os.lstat(os.path.join(WORK, name))
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_nlink != 1:
+                return False
+            if st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
+                return False
+    except OSError:
+        return False
+    return not sysv_objects()
 
 
 def remove_scratch():
@@ -345,9 +439,10 @@ def remove_sysv_ipc(uid):
                 ctl[table](ident, IPC_RMID, None)
 
 
-def leftovers():
-    """None when no other process, file or IPC object exists in the container."""
-    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+def leftovers(zygote_pid):
+    """None when no other process (but the template), file or IPC object exists in the container."""
+    keep = {os.getpid(), zygote_pid}
+    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
     if others:
         return f"processes left: {others[:5]}"
     for top in SCRATCH:
@@ -356,6 +451,95 @@ def leftovers():
     if sysv_objects():
         return "System V IPC objects left"
     return None
+
+
+def zygote_eligible(argv):
+    """True for `python3 -I [-S] [-B] (script | -c code) [args...]`: what the template runs."""
+    if not argv or argv[0] not in ("python3", ZYGOTE[0]):
+        return False
+    flags = set()
+    rest = list(argv[1:])
+    while rest and rest[0] in ZYGOTE_FLAGS:
+        flags.add(rest.pop(0))
+    if "-I" not in flags or not rest:
+        return False
+    return len(rest) >= 2 if rest[0] == "-c" else not rest[0].startswith("-")
+
+
+class Usage:
+    """The three rusage fields the template reports for its child."""
+
+    def __init__(self, utime, stime, maxrss):
+        self.ru_utime, self.ru_stime, self.ru_maxrss = utime, stime, maxrss
+
+
+class Zygote:
+    """The warm Python template (zygote.py), a child of this process: started before any
+    request is read (so it never held one), restarted on demand after it died. When it cannot
+    answer, Python programs are spawned from here as before: slower, never different."""
+
+    def __init__(self):
+        self.pid: int | None = None
+        self.sock: socket.socket | None = None
+        self.start()
+
+    def start(self):
+        self.lost()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            with contextlib.suppress(BaseException):
+                signal.set_wakeup_fd(-1)
+                for sig in range(1, signal.NSIG):  # ignored signals would stay ignored past exec
+                    with contextlib.suppress(OSError, ValueError):
+                        signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.dup2(theirs.fileno(), 3)
+                os.closerange(4, 65536)
+                os.execv(ZYGOTE[0], list(ZYGOTE))
+            os._exit(127)
+        theirs.close()
+        ours.settimeout(ZYGOTE_REPLY_TIMEOUT_S)
+        self.pid, self.sock = pid, ours
+
+    def lost(self):
+        """It died or stopped answering: kill it (reaped by the caller's wait) and forget it."""
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        if self.sock is not None:
+            self.sock.close()
+        self.pid = self.sock = None
+
+    def spawn(self, argv, env, limits, fds, uid):
+        """Fork a child of the template that runs `argv` as `uid` on `fds`; its pid, or None."""
+        if self.pid is None or self.sock is None:
+            self.start()
+        sock = self.sock
+        cmd = {"argv": list(argv), "env": env, "limits": limits, "uid": uid}
+        try:
+            if sock is None:
+                raise OSError("no template")
+            socket.send_fds(sock, [json.dumps(cmd).encode()], fds)
+            reply = sock.recv(1 << 16)
+            return int(json.loads(reply)["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            self.lost()
+            return None
+
+    def exit_report(self):
+        """(wait status, Usage) of the child it forked last; blocks until that child is gone."""
+        try:
+            if self.sock is None:
+                raise OSError("no template")
+            report = json.loads(self.sock.recv(1 << 16))
+            return report["status"], Usage(report["utime"], report["stime"], report["maxrss"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            self.lost()
+            raise RuntimeError("the Python template died during a test") from exc
 
 
 class ChildRun:
@@ -389,6 +573,8 @@ class ChildRun:
         self.pid = None
         self.status = self.rusage = self.ended = None
         self.over = None  # timeout | output_limit | result_limit
+        self.forked = False  # a child of the template: its end comes as the template's report
+        self.usage_peak = None  # the container's memory usage, sampled while the child runs
 
     def pipe(self):
         r, w = os.pipe()
@@ -396,10 +582,17 @@ class ChildRun:
         return r, w
 
     def start(self, argv, env, limits, uid):
-        self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra, uid)
-        for fd in (self.in_r, self.out_w, self.err_w, *self.extra):
+        fds = [self.in_r, self.out_w, self.err_w, *self.extra]
+        if zygote_eligible(argv):
+            self.pid = self.sup.zygote.spawn(argv, env, limits, fds, uid)
+            self.forked = self.pid is not None
+        if self.pid is None:
+            self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra, uid)
+        for fd in fds:
             os.close(fd)
         self.sel = selectors.DefaultSelector()
+        if self.forked:
+            self.sel.register(self.sup.zygote.sock, selectors.EVENT_READ)
         for fd in self.outputs:
             os.set_blocking(fd, False)
             self.sel.register(fd, selectors.EVENT_READ)
@@ -411,13 +604,19 @@ class ChildRun:
     def pump(self, deadline):
         """Until the child exits, overruns the clock or a cap."""
         while self.status is None and self.over is None:
+            self.sample_memory()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.over = "timeout"
                 break
-            for key, _ in self.sel.select(remaining):
+            for key, _ in self.sel.select(min(remaining, SAMPLE_INTERVAL_S)):
                 fd = key.fd
-                if fd == self.sup.wake_r:
+                if self.forked and fd == self.sup.zygote.sock.fileno():
+                    self.sel.unregister(fd)
+                    self.status, self.rusage = self.sup.zygote.exit_report()
+                    self.sup.note_rusage(self.rusage)
+                    self.ended = time.monotonic()
+                elif fd == self.sup.wake_r:
                     try:
                         while os.read(fd, 512):
                             pass
@@ -466,20 +665,25 @@ class ChildRun:
                 self.over = self.over or ("result_limit" if fd == self.res_r else "output_limit")
                 return True
 
+    def sample_memory(self):
+        usage = read_int(CGROUP_USAGE)
+        if usage is not None and (self.usage_peak is None or usage > self.usage_peak):
+            self.usage_peak = usage
+
     def reap(self):
-        while True:
-            try:
-                got, st, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if got == 0:
-                return
-            self.sup.note_rusage(ru)
-            if got == self.pid:
-                self.status, self.rusage, self.ended = st, ru, time.monotonic()
+        reaped = self.sup.reap()
+        if not self.forked and self.pid in reaped:
+            self.status, self.rusage = reaped[self.pid]
+            self.ended = time.monotonic()
 
     def finish(self):
         """After everything was killed: read what is still buffered, close every fd."""
+        if self.forked and self.status is None:  # we killed it: its report is on the way
+            try:
+                self.status, self.rusage = self.sup.zygote.exit_report()
+                self.sup.note_rusage(self.rusage)
+            except RuntimeError:  # kill_everything's last resort took the template with it
+                self.status = signal.SIGKILL  # a wait status: killed by SIGKILL, as it was
         for fd in self.outputs:
             if fd in self.sel.get_map():
                 self.drain(fd)

@@ -3,27 +3,18 @@ positive is most harmful (numeric tolerance, tiny values, no final answer, adver
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
-
-import pytest
 
 from referee.verifiers.math import MathVerifier
+from tests.data import devset
 
-REPO = Path(__file__).resolve().parents[3]
-EVALS = Path(os.environ.get("REFEREE_EVALS_DIR", REPO.parent / "shared" / "evals"))
-DEV = EVALS / "math_dev.jsonl"
 ZERO_FP_PREFIXES = ("numeric_tolerance_", "tiny_values", "no_final_answer", "adversarial_", "empty_boxed")
-
-pytestmark = pytest.mark.skipif(not DEV.exists(), reason=f"dev set not found at {DEV}")
 
 
 def _rows() -> list[dict]:
-    return [json.loads(line) for line in DEV.read_text().splitlines() if line.strip()]
+    return devset("math").rows
 
 
 def test_math_dev_set_accuracy_and_no_false_positives() -> None:
