@@ -374,6 +374,19 @@ CASES = [
         "memory_limit_exceeded",
         0.0,
     ),
+    # The container's high-water mark stays where the first test left it: every later test
+    # of the same tree must be measured on its own (sampled while it runs), not compared to it.
+    # A container serves many tests and its high-water mark cannot be reset: every test of
+    # the same over-limit tree must still be caught (its usage is sampled while it runs).
+    Case(
+        "memory_tree_2x132mb_in_every_test",
+        "import os, time\nx = bytearray(132 << 20)\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
+        "    y = bytearray(132 << 20)\n    os.write(w, b'k')\n    time.sleep(0.3)\n    os._exit(0)\n"
+        "os.read(r, 1)\nos.waitpid(pid, 0)\n" + HONEST,
+        "memory_limit_exceeded",
+        0.0,
+        tests=SUM_TESTS * 3,
+    ),
     Case(
         "memory_tree_2x100mb_is_allowed",
         "import os, time\nx = bytearray(100 << 20)\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
