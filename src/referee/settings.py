@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     worker_memory_mb: int = Field(default=2048, ge=128)
     # Back-pressure: verdicts queued or running before new requests get 503 + Retry-After.
     max_pending_verdicts: int = Field(default=20000, ge=1)
+    # Admission per execution lane (cpu / sandbox / io, see scoring/admission.py): a request
+    # whose expected queueing delay in a lane exceeds this is answered 503 + Retry-After.
+    max_queue_wait_s: float = Field(default=15.0, gt=0.0, le=3600.0)
 
     # Request limits (clear 4xx errors beyond them).
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

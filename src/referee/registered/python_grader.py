@@ -111,6 +111,7 @@ def interpret(run: TestRun | None, time_limit_s: float) -> Check | VerifierError
 class PythonGraderVerifier(AsyncVerifier):
     options_model = NoOptions
     kind: ClassVar[str] = "python"
+    lane = "sandbox"
     spec: ClassVar[PythonGraderSpec]
 
     def _limits(self, pool: CodeSandbox) -> Limits:

@@ -4,7 +4,8 @@ and assembles verdicts and group results.
 Other packages use only the names below (enforced by tests/test_layering.py).
 """
 
+from referee.scoring.admission import Admission, LaneOverloaded
 from referee.scoring.engine import Scorer
 from referee.scoring.pool import PoolOverloaded, TaskOutcome, WorkerPool
 
-__all__ = ["PoolOverloaded", "Scorer", "TaskOutcome", "WorkerPool"]
+__all__ = ["Admission", "LaneOverloaded", "PoolOverloaded", "Scorer", "TaskOutcome", "WorkerPool"]

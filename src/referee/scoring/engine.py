@@ -28,9 +28,10 @@ from referee.models import (
     VerdictStatus,
     VerifierComponent,
 )
+from referee.scoring.admission import Admission
 from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool
 from referee.settings import Settings
-from referee.verifiers.base import AsyncVerifier, Check, Resources, Verifier, VerifierError
+from referee.verifiers.base import AsyncVerifier, Check, Lane, Resources, Verifier, VerifierError
 from referee.verifiers.installed import InstalledVerifiers
 
 Loc = tuple[str | int, ...]
@@ -64,6 +65,7 @@ class Scorer:
         resources: Resources | None = None,
         observer: Callable[[Verdict, str], None] | None = None,
         resolver: Callable[[str], Verifier] | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.settings = settings
         self.installed = installed
@@ -73,6 +75,7 @@ class Scorer:
         self.pool = pool
         self.resources = resources or Resources()
         self._observe = observer or (lambda verdict, name: None)
+        self.admission = admission or Admission.for_settings(settings)
 
     # ---- validation ----------------------------------------------------------------------
 
@@ -110,7 +113,24 @@ class Scorer:
 
     # ---- execution -----------------------------------------------------------------------
 
+    def _admit(self, work: Sequence[tuple[_Job, int]]) -> None:
+        """Reserve queue room for (job, number of responses) pairs, or raise LaneOverloaded."""
+        units: dict[Lane, float] = {}
+        for job, n in work:
+            units[job.verifier.lane] = units.get(job.verifier.lane, 0.0) + n
+        self.admission.admit(units)
+
     async def _run_job(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
+        """Dispatch admitted work; its units leave the lane when it is done."""
+        completed = False
+        try:
+            verdicts = await self._dispatch(job, responses)
+            completed = True
+            return verdicts
+        finally:
+            self.admission.done(job.verifier.lane, len(responses), completed=completed)
+
+    async def _dispatch(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
         verifier = job.verifier
         qualified = verifier.qualified_name()
         if isinstance(verifier, AsyncVerifier):
@@ -187,6 +207,7 @@ class Scorer:
             jobs.append(self._job(item.verifier, item.reference, item.options, item_loc))
             self._check_responses([item.response], (*item_loc, "response"), indexed=False)
         self.pool.check_capacity(len(items))
+        self._admit([(job, 1) for job in jobs])
         results = await asyncio.gather(
             *(self._run_job(job, [item.response]) for job, item in zip(jobs, items, strict=True))
         )
@@ -200,6 +221,7 @@ class Scorer:
         jobs = [self._job_for(verifier, ref, opts, (*loc, i)) for i, (_, ref, opts) in enumerate(items)]
         self._check_responses([r for r, _, _ in items], loc)
         self.pool.check_capacity(len(items))
+        self._admit([(job, 1) for job in jobs])
         results = await asyncio.gather(
             *(self._run_job(job, [r]) for job, (r, _, _) in zip(jobs, items, strict=True))
         )
@@ -222,6 +244,7 @@ class Scorer:
             total += len(group.responses) * len(components)
         _limit(("groups",), "verdicts in one request", total, limits.max_pending_verdicts)
         self.pool.check_capacity(total)
+        self._admit([(job, 1) for plan in planned for _, jobs in plan for job in jobs])
         return list(
             await asyncio.gather(
                 *(

@@ -14,7 +14,7 @@ import referee
 from referee.logs import ensure_logging
 from referee.registered import SQLiteStore, VerifierCatalog
 from referee.sandbox import SandboxPool, SandboxSettings
-from referee.scoring import Scorer, WorkerPool
+from referee.scoring import Admission, Scorer, WorkerPool
 from referee.service.auth import install_auth
 from referee.service.body_limit import BodySizeLimit
 from referee.service.errors import install_error_handlers
@@ -45,7 +45,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     ensure_logging(settings.log_level, settings.log_json)
     installed = load_installed(settings.extra_verifiers, plugins=settings.load_plugins)
     pool = WorkerPool(settings)
-    metrics = Metrics(pool)
+    admission = Admission.for_settings(settings)
+    metrics = Metrics(pool, admission)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
     catalog = VerifierCatalog(settings, installed, SQLiteStore(settings.db_path))
 
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 resources=in_use,
                 observer=metrics.observe_verdict,
                 resolver=catalog.resolve,
+                admission=admission,
             )
             auth.log_mode()
             log.info("referee_started", workers=settings.workers, verifiers=catalog.names())

@@ -9,7 +9,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from referee.models import Verdict
-from referee.scoring.pool import WorkerPool
+from referee.scoring import Admission, WorkerPool
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 
@@ -38,8 +38,28 @@ class _PoolCollector(Collector):
         )
 
 
+class _LaneCollector(Collector):
+    """Admission per execution lane (cpu / sandbox / io), read at scrape time."""
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission = admission
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lanes = self._admission.snapshot()
+        for metric, key, doc in (
+            ("referee_lane_in_flight", "in_flight", "Units admitted and not done (verdicts; programs)"),
+            ("referee_lane_rate", "rate_per_s", "Measured throughput while busy, units per second"),
+            ("referee_lane_wait_seconds", "wait_s", "Expected queueing delay of new work"),
+            ("referee_lane_refused", "refused", "Requests refused with 503 (queue wait over the bound)"),
+        ):
+            family = GaugeMetricFamily(metric, doc, labels=["lane"])
+            for lane, figures in lanes.items():
+                family.add_metric([lane], figures[key])
+            yield family
+
+
 class Metrics:
-    def __init__(self, pool: WorkerPool) -> None:
+    def __init__(self, pool: WorkerPool, admission: Admission | None = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "referee_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
@@ -65,6 +85,8 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_PoolCollector(pool))
+        if admission is not None:
+            self.registry.register(_LaneCollector(admission))
 
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
         self.verdicts.labels(verifier, verdict.status.value).inc()

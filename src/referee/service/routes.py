@@ -156,7 +156,8 @@ async def readyz(scorer: ScorerDep) -> JSONResponse:
     else:
         checks["sandbox"] = {"ok": False, "reason": "sandbox disabled"}
     ready = checks["workers"]["ok"]
-    return JSONResponse(status_code=200 if ready else 503, content={"ready": ready, "checks": checks})
+    content = {"ready": ready, "checks": checks, "lanes": scorer.admission.snapshot()}
+    return JSONResponse(status_code=200 if ready else 503, content=content)
 
 
 @router.get("/metrics", tags=["health"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -34,6 +34,9 @@ class Check:
     score: float
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+Lane = Literal["cpu", "sandbox", "io"]
 
 
 class VerifierError(Exception):
@@ -79,6 +82,10 @@ class Verifier:
     # Per-verdict wall-clock budget in seconds; None means the service default.
     time_budget_s: ClassVar[float | None] = None
     runs_in: ClassVar[str] = "worker"
+    # The execution class whose queue this verifier's work waits in (see scoring/admission):
+    # worker processes ("cpu"), code containers ("sandbox") or calls out ("io"). Each class
+    # has its own admission, so a burst of one never delays the others.
+    lane: ClassVar[Lane] = "cpu"
 
     _reference_adapter: ClassVar[TypeAdapter[Any] | None] = None
 
@@ -126,6 +133,7 @@ class AsyncVerifier(Verifier):
     """Base class of I/O-bound verifiers that run in the service process."""
 
     runs_in: ClassVar[str] = "service"
+    lane: ClassVar[Lane] = "io"
 
     async def check_group(
         self,

@@ -31,7 +31,7 @@ from referee.sandbox.protocol import (
 )
 from referee.sandbox.run_limits import Limits
 from referee.verifiers import extract
-from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Resources, Verifier, VerifierError
+from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
@@ -213,6 +213,7 @@ class CodeVerifier(AsyncVerifier):
     reference_type: ClassVar[Any] = CodeReference
     options_model: ClassVar[type[BaseModel]] = CodeOptions
     time_budget_s: ClassVar[float | None] = 600.0
+    lane: ClassVar[Lane] = "sandbox"
     example: ClassVar[dict[str, Any]] = {
         "response": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
         "reference": {

@@ -1,0 +1,144 @@
+"""Admission per execution class: a request is accepted only if its queueing delay is bounded.
+
+Work waits in one of three lanes, each in front of its own executors: "cpu" (the verifier
+worker processes), "sandbox" (code containers) and "io" (verifiers that call out, such as
+webhooks). Admission is per lane, so a burst of code groups fills the sandbox lane without
+delaying one math verdict, and a flood of math does not hold back code.
+
+A lane's expected delay for new work is the work already admitted to it (units: verdicts, or
+programs for the sandbox) divided by the lane's measured throughput. When that delay exceeds
+`max_queue_wait_s`, the request is refused before anything runs: 503 with `Retry-After`, which
+trainers retry, instead of an answer after a minute or a client timeout (and never a silent
+zero). An idle lane admits any request: its own size is execution time, not queueing.
+
+Throughput is measured, not configured: units completed per second of busy time (time with
+work in the lane), both decayed with a half-life so the estimate follows the load (a group of
+slow programs, a faster machine). Until a lane has been busy for a while a prior stands in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from referee.errors import DomainError, ErrorKind
+from referee.settings import Settings
+from referee.verifiers.base import Lane
+
+LANES: tuple[Lane, ...] = ("cpu", "sandbox", "io")
+# Seconds of busy time after which the measurement replaces the prior; and its half-life.
+MIN_BUSY_S = 1.0
+HALF_LIFE_S = 30.0
+MAX_RETRY_AFTER_S = 60  # a client should look again within a minute, whatever the estimate
+
+
+class LaneOverloaded(DomainError):
+    """A lane's queue would make this request wait longer than the configured bound."""
+
+    def __init__(self, lane: Lane, wait_s: float, bound_s: float) -> None:
+        super().__init__(
+            ErrorKind.overloaded,
+            "overloaded",
+            f"the {lane} lane is busy: a new request would wait about {wait_s:.0f} s "
+            f"(bound {bound_s:g} s); retry later",
+            detail={"lane": lane, "estimated_wait_s": round(wait_s, 1), "max_queue_wait_s": bound_s},
+            retry_after_s=min(MAX_RETRY_AFTER_S, max(1, math.ceil(wait_s - bound_s))),
+        )
+
+
+@dataclass
+class LaneState:
+    """Admitted work and measured throughput of one lane."""
+
+    prior_rate: float  # units/s assumed until measured
+    in_flight: float = 0.0
+    busy_s: float = 0.0  # decayed seconds with work in flight
+    completed: float = 0.0  # decayed units completed in that time
+    last: float = field(default=0.0)
+
+    def rate(self) -> float:
+        # Work completes in whole jobs (a group of programs at once): until at least one unit
+        # completed within the measured (decayed) window, nothing is known: the prior stands.
+        if self.busy_s < MIN_BUSY_S or self.completed < 1.0:
+            return self.prior_rate
+        return self.completed / self.busy_s
+
+    def wait_s(self) -> float:
+        return self.in_flight / self.rate()
+
+
+class Admission:
+    """The three lanes. `admit` reserves a request's units in every lane it uses, or raises
+    LaneOverloaded without reserving any; `done` returns units as work completes."""
+
+    def __init__(
+        self,
+        max_queue_wait_s: float,
+        prior_rates: Mapping[Lane, float],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_queue_wait_s = max_queue_wait_s
+        self._clock = clock
+        now = clock()
+        self.lanes: dict[Lane, LaneState] = {
+            lane: LaneState(prior_rate=prior_rates[lane], last=now) for lane in LANES
+        }
+        self.refused: dict[Lane, int] = dict.fromkeys(LANES, 0)
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Admission:
+        """Priors until measured: a verdict per worker every 10 ms, a few programs a second."""
+        priors: dict[Lane, float] = {"cpu": 100.0 * settings.workers, "sandbox": 5.0, "io": 50.0}
+        return cls(settings.max_queue_wait_s, priors)
+
+    def _tick(self, state: LaneState) -> None:
+        """Account the time since the last event: busy time if work was in flight; decay."""
+        now = self._clock()
+        dt = max(0.0, now - state.last)
+        state.last = now
+        decay = 0.5 ** (dt / HALF_LIFE_S)
+        state.completed *= decay
+        state.busy_s = state.busy_s * decay + (dt if state.in_flight > 0 else 0.0)
+
+    def wait_s(self, lane: Lane) -> float:
+        """The expected queueing delay of new work in `lane` now, in seconds."""
+        state = self.lanes[lane]
+        self._tick(state)
+        return state.wait_s()
+
+    def admit(self, units: Mapping[Lane, float]) -> None:
+        for lane, n in units.items():
+            if n <= 0:
+                continue
+            state = self.lanes[lane]
+            self._tick(state)
+            if state.in_flight > 0 and state.wait_s() > self.max_queue_wait_s:
+                self.refused[lane] += 1
+                raise LaneOverloaded(lane, state.wait_s(), self.max_queue_wait_s)
+        for lane, n in units.items():
+            if n > 0:
+                self.lanes[lane].in_flight += n
+
+    def done(self, lane: Lane, units: float, *, completed: bool = True) -> None:
+        """`units` of `lane` left the queue; `completed` counts them as throughput (work that
+        failed before running must not make the lane look fast)."""
+        state = self.lanes[lane]
+        self._tick(state)
+        state.in_flight = max(0.0, state.in_flight - units)
+        if completed:
+            state.completed += units
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        """Per lane: units in flight, measured rate, expected wait (for /healthz and metrics)."""
+        out: dict[str, dict[str, float]] = {}
+        for lane, state in self.lanes.items():
+            self._tick(state)
+            out[lane] = {
+                "in_flight": state.in_flight,
+                "rate_per_s": round(state.rate(), 3),
+                "wait_s": round(state.wait_s(), 3),
+                "refused": self.refused[lane],
+            }
+        return out

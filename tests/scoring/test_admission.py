@@ -1,0 +1,140 @@
+"""Admission per lane, with an injected clock: bounded queueing delay, lanes independent,
+throughput measured from completed work (and only from completed work)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import pytest
+
+from referee.errors import ErrorKind
+from referee.models import AdvantageConfig, GroupSpec
+from referee.scoring import Admission, LaneOverloaded, Scorer
+from referee.scoring import worker as worker_module
+from referee.settings import Settings
+from referee.verifiers import AsyncVerifier, Check, Resources, load_installed
+from tests.scoring.test_engine import FakePool
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+PRIORS: dict[Any, float] = {"cpu": 100.0, "sandbox": 10.0, "io": 50.0}
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def admission(clock: Clock) -> Admission:
+    return Admission(max_queue_wait_s=5.0, prior_rates=PRIORS, clock=clock)
+
+
+def test_an_idle_lane_admits_any_request(admission: Admission) -> None:
+    admission.admit({"sandbox": 10_000})  # 1000 s of work at the prior, but nothing waits ahead
+    assert admission.lanes["sandbox"].in_flight == 10_000
+
+
+def test_a_request_that_would_wait_too_long_is_refused_whole(admission: Admission) -> None:
+    admission.admit({"sandbox": 60})  # 6 s ahead at 10 programs/s
+    with pytest.raises(LaneOverloaded) as caught:
+        admission.admit({"cpu": 5, "sandbox": 16})
+    error = caught.value
+    assert error.kind is ErrorKind.overloaded and error.code == "overloaded"
+    assert error.detail["lane"] == "sandbox" and error.detail["estimated_wait_s"] == 6.0
+    assert error.retry_after_s == 1  # ceil(6 - 5)
+    # Nothing of the refused request was reserved, in any lane.
+    assert admission.lanes["cpu"].in_flight == 0 and admission.lanes["sandbox"].in_flight == 60
+    assert admission.refused["sandbox"] == 1
+
+
+def test_lanes_are_independent(admission: Admission) -> None:
+    admission.admit({"sandbox": 500})
+    with pytest.raises(LaneOverloaded):
+        admission.admit({"sandbox": 1})
+    for _ in range(5):  # a saturated sandbox lane does not hold back CPU verdicts
+        admission.admit({"cpu": 100})
+    assert admission.lanes["cpu"].in_flight == 500
+
+
+def test_throughput_is_measured_while_busy(admission: Admission, clock: Clock) -> None:
+    admission.admit({"sandbox": 40})
+    clock.now += 4.0
+    admission.done("sandbox", 40)  # 40 programs in 4 busy seconds: 10/s
+    state = admission.lanes["sandbox"]
+    assert state.rate() == pytest.approx(10.0, rel=0.01)
+    clock.now += 20.0  # idle time is not busy time: the rate is not diluted by it
+    admission.admit({"sandbox": 20})
+    assert state.rate() == pytest.approx(10.0, rel=0.01)
+    clock.now += 10.0  # now slower programs: 20 in 10 s; the estimate follows
+    admission.done("sandbox", 20)
+    assert 3.0 < state.rate() < 6.0
+    assert state.in_flight == 0
+
+
+def test_retry_after_is_bounded_whatever_the_backlog(admission: Admission) -> None:
+    admission.admit({"sandbox": 100_000})  # admitted: the lane was idle
+    with pytest.raises(LaneOverloaded) as caught:
+        admission.admit({"sandbox": 1})
+    assert caught.value.detail["estimated_wait_s"] == 10_000.0
+    assert caught.value.retry_after_s == 60
+
+
+def test_failed_work_leaves_the_lane_without_counting_as_throughput(
+    admission: Admission, clock: Clock
+) -> None:
+    admission.admit({"io": 100})
+    clock.now += 2.0
+    admission.done("io", 100, completed=False)
+    state = admission.lanes["io"]
+    assert state.in_flight == 0 and state.completed == 0
+    assert state.rate() == PRIORS["io"]  # still the prior: nothing was measured
+
+
+class Held(AsyncVerifier):
+    """Stays in flight until the test releases it."""
+
+    name = "test.held"
+    lane = "sandbox"
+    time_budget_s = 60.0
+    example: ClassVar[dict[str, Any]] = {"response": "1", "reference": None}
+    gate: ClassVar[asyncio.Event]
+
+    async def check_group(self, responses: Any, prepared: Any, options: Any, resources: Resources) -> Any:
+        await self.gate.wait()
+        return [Check(1.0) for _ in responses]
+
+
+async def test_the_engine_refuses_before_any_work_and_releases_when_done(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    installed = load_installed(plugins=False)
+    installed.register(Held, kind="extra")
+    monkeypatch.setattr(worker_module, "_installed", installed)
+    Held.gate = asyncio.Event()
+    admission = Admission(max_queue_wait_s=1.0, prior_rates=PRIORS, clock=clock)
+    pool = FakePool()
+    scorer = Scorer(Settings(workers=1, sandbox=False), installed, pool, admission=admission)  # type: ignore[arg-type]
+    held = GroupSpec(verifier="test.held", reference=None, responses=["1"] * 16)
+    first = asyncio.create_task(scorer.score_groups([held, held], AdvantageConfig()))
+    await asyncio.sleep(0)
+    assert admission.lanes["sandbox"].in_flight == 32  # 3.2 s ahead at 10 programs/s
+    with pytest.raises(LaneOverloaded):
+        await scorer.score_groups([held], AdvantageConfig())
+    # Math is another lane: served while the sandbox lane is full.
+    [math] = await scorer.score_groups(
+        [GroupSpec(verifier="exact", reference="4", responses=["4", "5"])], AdvantageConfig()
+    )
+    assert math.rewards == [1.0, 0.0] and len(pool.calls) == 2
+    Held.gate.set()
+    results = await first
+    assert all(r.rewards == [1.0] * 16 for r in results)
+    assert admission.lanes["sandbox"].in_flight == 0 and admission.lanes["cpu"].in_flight == 0
