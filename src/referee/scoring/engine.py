@@ -151,7 +151,11 @@ class Scorer:
         start = time.perf_counter()
         results: Sequence[Check | VerifierError]
         # The verifier's budget is per verdict; a group may be judged one response after another.
-        budget = (verifier.time_budget_s or self.settings.verdict_timeout_s) * max(1, len(responses))
+        # A verifier that bounds itself (the sandbox: per-test limits, each with its own
+        # host-side deadline) gets none: its wall time includes queueing for a container,
+        # which is not the candidate's doing and must never turn a verdict into "no verdict".
+        per_verdict = verifier.time_budget_s or self.settings.verdict_timeout_s
+        budget = None if verifier.bounds_itself else per_verdict * max(1, len(responses))
         try:
             prepared = verifier.prepare(job.reference, job.options)
             # I/O-bound verifiers judge candidate slowness themselves (the sandbox's time limits);

@@ -134,6 +134,9 @@ class AsyncVerifier(Verifier):
 
     runs_in: ClassVar[str] = "service"
     lane: ClassVar[Lane] = "io"
+    # True when every await of check_group has its own deadline (the sandbox's per-test
+    # limits): the engine then sets no overall budget, so queueing never costs a verdict.
+    bounds_itself: ClassVar[bool] = False
 
     async def check_group(
         self,

@@ -212,8 +212,10 @@ class CodeVerifier(AsyncVerifier):
     )
     reference_type: ClassVar[Any] = CodeReference
     options_model: ClassVar[type[BaseModel]] = CodeOptions
-    time_budget_s: ClassVar[float | None] = 600.0
     lane: ClassVar[Lane] = "sandbox"
+    # Each test has the pool's host-side deadline (limits + slack), getting a container has
+    # acquire_timeout_s, and admission bounds the queue: no 600-s budget over all of that.
+    bounds_itself: ClassVar[bool] = True
     example: ClassVar[dict[str, Any]] = {
         "response": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
         "reference": {
