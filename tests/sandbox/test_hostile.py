@@ -44,6 +44,35 @@ class Case:
 
 
 CASES = [
+    # Compile-time bombs: the candidate's own failure, so `ok` with score 0 (compile_error),
+    # never a masked sample; the parse/compile step runs under the compile limits.
+    Case("python_deep_expression_bomb", "x = " + "1+" * 300_000 + "1\n" + HONEST, "compile_error", 0.0),
+    Case(
+        "python_nested_parentheses_bomb",
+        "x = " + "(" * 100_000 + ")" * 100_000 + "\n" + HONEST,
+        "compile_error",
+        0.0,
+    ),
+    Case(
+        "python_500kb_comparison_chain",
+        "def f(a):\n    return a" + " < a" * 125_000 + "\n" + HONEST,
+        "accepted",
+        1.0,
+    ),
+    Case(
+        "c_includes_dev_zero",
+        '#include "/dev/zero"\nint main(void){return 0;}\n',
+        "compile_error",
+        0.0,
+        language="c",
+    ),
+    Case(
+        "cpp_template_depth_bomb",
+        "template<int N> struct A { typedef typename A<N - 1>::t t; };\nint main() { A<1000000>::t x; }\n",
+        "compile_error",
+        0.0,
+        language="cpp",
+    ),
     Case(
         "fork_bomb_naive",
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
