@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from referee.verifiers import extract
+from referee.verifiers.math import MathVerifier
 
 
 def test_final_part() -> None:
@@ -53,3 +55,26 @@ def test_extractors_never_raise(text: str) -> None:
     extract.answer_blocks(text)
     extract.answer_statements(text)
     extract.fenced_blocks(text)
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        # GSM8K style, as verl's gsm8k scorer reads it: "#### X" inline at the end of a sentence.
+        ("Natalia sold 48/2 = 24 clips in May, 48+24 = 72 in all. #### 72", "72"),
+        ("So she earns 72 dollars. #### 72", "72"),
+        ("#### 72", "72"),
+        ("It is 70. #### 71\nNo wait, one more. #### 72", "72"),  # the last one wins
+        ("#### Step 1\nwe get 72", "Step 1"),  # a markdown heading is still a statement...
+    ],
+)
+def test_gsm8k_hashes_inline(response: str, answer: str) -> None:
+    assert extract.last_answer_statement(response) == answer
+
+
+def test_gsm8k_hashes_reach_the_math_verdict() -> None:
+    verifier = MathVerifier()
+    assert verifier.score("48+24 = 72 clips in all. #### 72", "72").score == 1.0
+    assert verifier.score("48+24 = 72 clips in all. #### 71", "72").score == 0.0
+    # ... and a heading followed by the real final statement does not hide it.
+    assert verifier.score("#### Step 1\n48+24 = 72\n#### 72", "72").score == 1.0
