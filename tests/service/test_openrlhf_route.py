@@ -39,3 +39,37 @@ def test_openrlhf_refuses_fake_rewards_unless_asked(server: BackgroundServer) ->
     r = httpx.post(f"{server.url}/v1/openrlhf/reward", params={"on_error": "zero"}, json=payload)
     assert r.status_code == 200
     assert r.json()["rewards"] == [1.0, 0.0] and r.json()["extra_logs"]["referee_error"] == [0.0, 1.0]
+
+
+def test_openrlhf_end_of_sequence_text_is_stripped(server: BackgroundServer) -> None:
+    """OpenRLHF sends responses as decoded with their special tokens: a correct answer followed
+    by `<|im_end|>` (or padding) must score as the answer it is."""
+    tails = [
+        "<|im_end|>",
+        "<|endoftext|>",
+        "</s>",
+        "<eos>",
+        "<|eot_id|>",
+        "<|im_end|>\n<|endoftext|><|endoftext|>",
+    ]
+    prompt = "<|im_start|>user\nWhat is 6*7?<|im_end|>\n<|im_start|>assistant\n"
+    queries = [prompt + "The answer is \\boxed{42}" + tail for tail in tails]
+    payload = {"query": queries, "prompts": [prompt] * len(queries), "labels": ["42"] * len(queries)}
+    url = f"{server.url}/v1/openrlhf/reward"
+    r = httpx.post(url, params={"verifier": "math"}, json=payload)
+    assert r.status_code == 200, r.text
+    assert r.json()["rewards"] == [1.0] * len(tails)
+    # exact matching shows what is stripped: the marker, never the answer.
+    exact = {**payload, "query": [prompt + "42" + tail for tail in tails]}
+    assert httpx.post(url, json=exact).json()["rewards"] == [1.0] * len(tails)
+    kept = httpx.post(url, params={"strip_eos": "false"}, json=exact).json()["rewards"]
+    assert kept == [0.0] * len(tails)
+
+
+def test_strip_trailing_eos_only_strips_markers_at_the_end() -> None:
+    from referee.service.openrlhf import strip_trailing_eos
+
+    assert strip_trailing_eos("a</s> b") == "a</s> b"
+    assert strip_trailing_eos("x\n<|im_end|>\n") == "x\n"
+    assert strip_trailing_eos("  ") == "  "
+    assert strip_trailing_eos("y" + "<pad>" * 100_000) == "y"  # one linear pass

@@ -12,7 +12,10 @@ Label encoding (``--label_key`` names the dataset column OpenRLHF sends as `labe
   parameter ``?verifier=NAME`` (``exact`` if absent). "42" stays the string "42".
 
 The response is ``query[len(prompt):]`` when the query starts with its prompt, else the whole
-query. OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
+query. OpenRLHF decodes without skipping special tokens, so the end-of-sequence text is still
+attached (``<|im_end|>``, ``<|endoftext|>``, ``</s>``, ``<eos>``, ``<|eot_id|>``, ... and
+padding): by default every trailing marker in `EOS_MARKERS` is stripped (``?strip_eos=false``
+keeps the text as sent). OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
 (`status: "error"`) reward `error_reward` (0.0) and counts it in ``extra_logs["referee_error"]``
 (per-sample 0/1 lists); the route then refuses such a batch with 503 unless ``?on_error=zero``.
 """
@@ -29,6 +32,22 @@ from referee.grouping import Sample, VerifierSpec, group_samples, scatter_verdic
 from referee.models import GroupResult, GroupSpec, JSONObject, VerdictStatus, VerifierComponent
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
+
+# End-of-sequence and padding text of the common chat templates: ChatML/Qwen, GPT-2/Qwen padding,
+# Llama 2/Mistral, Gemma, Llama 3 (end of turn, end of text, end of message), Phi-3, DeepSeek.
+EOS_MARKERS = (
+    "<|im_end|>",
+    "<|endoftext|>",
+    "</s>",
+    "<eos>",
+    "<end_of_turn>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<|eom_id|>",
+    "<|end|>",
+    "<｜end▁of▁sentence｜>",
+    "<pad>",
+)
 
 
 class OpenRLHFRequest(BaseModel):
@@ -71,10 +90,24 @@ def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, 
     return default_verifier, label, {}
 
 
-def _response_text(query: str, prompt: str | None) -> str:
+def strip_trailing_eos(text: str) -> str:
+    """`text` without the end-of-sequence/padding markers (and the whitespace between them) at
+    its end; unchanged if it ends with none. Linear: a long tail of padding is one pass."""
+    end = len(text)
+    while True:
+        cut = end
+        while cut > 0 and text[cut - 1].isspace():
+            cut -= 1
+        marker = next((m for m in EOS_MARKERS if text.endswith(m, 0, cut)), None)
+        if marker is None:
+            return text[:end]
+        end = cut - len(marker)
+
+
+def _response_text(query: str, prompt: str | None, strip_eos: bool) -> str:
     if prompt and query.startswith(prompt):
-        return query[len(prompt) :]
-    return query
+        query = query[len(prompt) :]
+    return strip_trailing_eos(query) if strip_eos else query
 
 
 async def openrlhf_rewards(
@@ -83,6 +116,7 @@ async def openrlhf_rewards(
     *,
     default_verifier: str = "exact",
     error_reward: float = 0.0,
+    strip_eos: bool = True,
 ) -> OpenRLHFResponse:
     """Score one OpenRLHF batch with one grouped scoring pass (`score_groups` may chunk it)."""
     n = len(payload.query)
@@ -93,7 +127,7 @@ async def openrlhf_rewards(
         verifier, reference, options = decode_label(label, default_verifier)
         samples.append(
             Sample(
-                response=_response_text(query, prompt),
+                response=_response_text(query, prompt, strip_eos),
                 reference=reference,
                 verifier=verifier,
                 options=options,

@@ -110,13 +110,16 @@ async def openrlhf_reward(
     scorer: ScorerDep,
     verifier: str = "exact",
     on_error: Literal["fail", "zero"] = "fail",
+    strip_eos: bool = True,
 ) -> OpenRLHFResponse:
     """OpenRLHF's remote reward protocol (`--remote_rm_url .../v1/openrlhf/reward`).
 
     Each label is a JSON object string `{"verifier", "reference", "options"?}`, or a plain
     reference judged by `?verifier=`. OpenRLHF needs a number for every sample, so a batch with
     a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
-    is asked for, which reports those samples in `extra_logs.referee_error`.
+    is asked for, which reports those samples in `extra_logs.referee_error`. The
+    end-of-sequence text OpenRLHF leaves on each response (`<|im_end|>`, `</s>`, ...) is
+    stripped unless `strip_eos=false`.
     """
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
@@ -124,7 +127,7 @@ async def openrlhf_reward(
         parts = await asyncio.gather(*(scorer.score_groups(chunk, AdvantageConfig()) for chunk in chunks))
         return [result for part in parts for result in part]
 
-    result = await openrlhf_rewards(payload, score_groups, default_verifier=verifier)
+    result = await openrlhf_rewards(payload, score_groups, default_verifier=verifier, strip_eos=strip_eos)
     failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]
     if failed and on_error == "fail":
         raise DomainError(
