@@ -9,14 +9,16 @@ one prompt. Neutral: the trainer adapters (over HTTP) and the service's OpenRLHF
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerifierComponent
 
 __all__ = [
+    "ChunkPolicy",
     "Sample",
     "VerifierSpec",
     "canonical_key",
@@ -24,6 +26,7 @@ __all__ = [
     "group_samples",
     "scatter_rewards",
     "scatter_verdicts",
+    "score_in_chunks",
 ]
 
 VerifierSpec = str | list[VerifierComponent]
@@ -103,3 +106,39 @@ def chunk_groups(groups: list[GroupSpec], max_groups: int, max_responses: int) -
     if current:
         chunks.append(current)
     return chunks
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    """How a large batch of groups is sent: a trainer's batch (verl's 1024 prompts x 5, TRL's
+    300 x 4) exceeds what one request may carry (the service's `max_groups`, 256 by default), so
+    it goes as chunks of whole groups, `max_concurrency` at a time, results reassembled in order."""
+
+    max_groups: int = 256
+    max_responses: int = 2048
+    max_concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if min(self.max_groups, self.max_responses, self.max_concurrency) < 1:
+            raise ValueError("request sizes and concurrency must be positive")
+
+
+async def score_in_chunks(
+    score: Callable[[list[GroupSpec]], Awaitable[Sequence[GroupResult]]],
+    groups: Sequence[GroupSpec],
+    policy: ChunkPolicy,
+) -> list[GroupResult]:
+    """`score` every chunk of `groups` (at most `policy.max_concurrency` at once); the results of
+    all groups in their order. The one chunked path of the client, the rewarder and the adapters."""
+    semaphore = asyncio.Semaphore(policy.max_concurrency)
+
+    async def one(chunk: list[GroupSpec]) -> Sequence[GroupResult]:
+        async with semaphore:
+            return await score(chunk)
+
+    chunks = chunk_groups(list(groups), policy.max_groups, policy.max_responses)
+    parts = await asyncio.gather(*(one(chunk) for chunk in chunks))
+    results = [result for part in parts for result in part]
+    if len(results) != len(groups):
+        raise RuntimeError(f"{len(results)} group results for {len(groups)} groups sent")
+    return results

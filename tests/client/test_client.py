@@ -129,3 +129,34 @@ def test_read_timeouts_are_not_retried() -> None:
         with pytest.raises(RefereeUnavailable, match="no answer in time"):
             client.score("exact", "a", "a")
     assert len(calls) == 1
+
+
+def _overloaded_transport(refusals: int) -> tuple[httpx.MockTransport, list[float]]:
+    """A service whose admission refuses the first `refusals` requests (503 "overloaded")."""
+    seen: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(time.monotonic())
+        if len(seen) <= refusals:
+            body = {"error": "overloaded", "message": "the cpu lane is busy", "detail": {"lane": "cpu"}}
+            return httpx.Response(503, json=body, headers={"Retry-After": "1"})
+        return httpx.Response(200, json={"score": 1.0, "status": "ok", "verifier": "exact@1"})
+
+    return httpx.MockTransport(handler), seen
+
+
+def test_an_overloaded_lane_is_waited_out_beyond_the_retry_count() -> None:
+    """Admission's 503 asks for patience: honoured (Retry-After) past `retries`, within
+    `overload_patience_s`, so a trainer's big batch waits its turn instead of failing."""
+    transport, seen = _overloaded_transport(refusals=2)
+    with Client("http://referee", transport=transport, retries=1, backoff_s=0.001) as client:
+        assert client.score("exact", "a", "a").score == 1.0
+    assert len(seen) == 3 and seen[1] - seen[0] >= 1.0 and seen[2] - seen[1] >= 1.0
+
+
+def test_overload_patience_is_bounded() -> None:
+    transport, seen = _overloaded_transport(refusals=100)
+    with Client("http://referee", transport=transport, overload_patience_s=0.5) as client:
+        with pytest.raises(RefereeHTTPError) as info:
+            client.score("exact", "a", "a")
+    assert info.value.status_code == 503 and info.value.error == "overloaded" and len(seen) == 1

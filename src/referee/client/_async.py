@@ -10,8 +10,10 @@ from typing import Any
 import httpx
 
 from referee.client import _common as c
+from referee.grouping import ChunkPolicy, score_in_chunks
 from referee.models import (
     AdvantageConfig,
+    GroupResult,
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
@@ -32,9 +34,14 @@ class AsyncClient:
         timeout: float = 60.0,
         retries: int = 3,
         backoff_s: float = 0.25,
+        overload_patience_s: float = 900.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        chunks: ChunkPolicy | None = None,
     ) -> None:
-        self._retry = c.RetryPolicy(retries=retries, backoff_s=backoff_s)
+        self._retry = c.RetryPolicy(
+            retries=retries, backoff_s=backoff_s, overload_patience_s=overload_patience_s
+        )
+        self._chunks = chunks or ChunkPolicy()
         self._http = httpx.AsyncClient(
             base_url=base_url,
             timeout=timeout,
@@ -44,7 +51,7 @@ class AsyncClient:
         )
 
     async def _request(self, method: str, path: str, json: Any = None) -> httpx.Response:
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             try:
                 response = await self._http.request(method, path, json=json)
@@ -57,10 +64,13 @@ class AsyncClient:
             except httpx.TimeoutException as exc:
                 # Not retried: the service may still be working on it (see RETRY_EXCEPTIONS).
                 raise c.RefereeUnavailable(f"{method} {path}: no answer in time ({exc!r})") from exc
-            if response.status_code in c.RETRY_STATUSES and attempt < self._retry.retries:
-                await asyncio.sleep(self._retry.delay(attempt, response.headers.get("Retry-After")))
-                attempt += 1
-                continue
+            if response.status_code in c.RETRY_STATUSES:
+                wait = self._retry.next_wait(attempt, waited, response)
+                if wait is not None:
+                    await asyncio.sleep(wait)
+                    waited += wait
+                    attempt += 1
+                    continue
             c.raise_for_error(response)
             return response
 
@@ -79,7 +89,14 @@ class AsyncClient:
         groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
         advantage: AdvantageConfig | None = None,
     ) -> GroupsResponse:
-        return c.parse_groups(await self._request("POST", "/v1/groups", c.groups_payload(groups, advantage)))
+        """Any number of groups: sent in chunks (`ChunkPolicy`), concurrently, results in order."""
+        request = c.groups_request(groups, advantage)
+
+        async def post(chunk: list[GroupSpec]) -> list[GroupResult]:
+            body = GroupsRequest(groups=chunk, advantage=request.advantage).model_dump(mode="json")
+            return c.parse_groups(await self._request("POST", "/v1/groups", body)).groups
+
+        return GroupsResponse(groups=await score_in_chunks(post, request.groups, self._chunks))
 
     async def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(await self._request("GET", "/v1/verifiers"))

@@ -60,6 +60,22 @@ class RetryPolicy:
     retries: int = 3
     backoff_s: float = 0.25
     max_backoff_s: float = 8.0
+    # A 503 "overloaded" (a lane's queue is over its bound) is the service asking for patience,
+    # not a failure: it is retried after its Retry-After for up to this long in total, so a
+    # trainer's large batch waits its turn instead of failing the step.
+    overload_patience_s: float = 900.0
+
+    def next_wait(self, attempt: int, waited_s: float, response: httpx.Response) -> float | None:
+        """Seconds to wait before retrying `response` (a 429/503), or None to give up."""
+        retry_after = response.headers.get("Retry-After")
+        if response.status_code == 503 and _error_code(response) == "overloaded":
+            try:
+                told = min(60.0, max(1.0, float(retry_after or 1)))
+            except ValueError:
+                told = 1.0
+            wait = told * random.uniform(1.0, 1.25)  # spread the retries of many clients
+            return wait if waited_s + wait <= self.overload_patience_s else None
+        return self.delay(attempt, retry_after) if attempt < self.retries else None
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         if retry_after:
@@ -69,6 +85,14 @@ class RetryPolicy:
                 pass
         # Full jitter: many trainer ranks retrying in lockstep would hit the service together.
         return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
 
 
 def raise_for_error(response: httpx.Response) -> None:
@@ -95,15 +119,13 @@ def batch_payload(items: Sequence[ScoreRequest | Mapping[str, Any]]) -> dict[str
     return {"items": [i.model_dump(mode="json") for i in parsed]}
 
 
-def groups_payload(
+def groups_request(
     groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest, advantage: AdvantageConfig | None = None
-) -> dict[str, Any]:
+) -> GroupsRequest:
     if isinstance(groups, GroupsRequest):
-        request = groups
-    else:
-        parsed = [g if isinstance(g, GroupSpec) else GroupSpec.model_validate(g) for g in groups]
-        request = GroupsRequest(groups=parsed, advantage=advantage or AdvantageConfig())
-    return request.model_dump(mode="json")
+        return groups
+    parsed = [g if isinstance(g, GroupSpec) else GroupSpec.model_validate(g) for g in groups]
+    return GroupsRequest(groups=parsed, advantage=advantage or AdvantageConfig())
 
 
 def parse_verdict(response: httpx.Response) -> Verdict:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
 import httpx
 
 from referee.client import _common as c
+from referee.grouping import ChunkPolicy, chunk_groups
 from referee.models import (
     AdvantageConfig,
+    GroupResult,
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
@@ -32,9 +35,14 @@ class Client:
         timeout: float = 60.0,
         retries: int = 3,
         backoff_s: float = 0.25,
+        overload_patience_s: float = 900.0,
         transport: httpx.BaseTransport | None = None,
+        chunks: ChunkPolicy | None = None,
     ) -> None:
-        self._retry = c.RetryPolicy(retries=retries, backoff_s=backoff_s)
+        self._retry = c.RetryPolicy(
+            retries=retries, backoff_s=backoff_s, overload_patience_s=overload_patience_s
+        )
+        self._chunks = chunks or ChunkPolicy()
         self._http = httpx.Client(
             base_url=base_url,
             timeout=timeout,
@@ -44,7 +52,7 @@ class Client:
         )
 
     def _request(self, method: str, path: str, json: Any = None) -> httpx.Response:
-        attempt = 0
+        attempt, waited = 0, 0.0
         while True:
             try:
                 response = self._http.request(method, path, json=json)
@@ -57,10 +65,13 @@ class Client:
             except httpx.TimeoutException as exc:
                 # Not retried: the service may still be working on it (see RETRY_EXCEPTIONS).
                 raise c.RefereeUnavailable(f"{method} {path}: no answer in time ({exc!r})") from exc
-            if response.status_code in c.RETRY_STATUSES and attempt < self._retry.retries:
-                time.sleep(self._retry.delay(attempt, response.headers.get("Retry-After")))
-                attempt += 1
-                continue
+            if response.status_code in c.RETRY_STATUSES:
+                wait = self._retry.next_wait(attempt, waited, response)
+                if wait is not None:
+                    time.sleep(wait)
+                    waited += wait
+                    attempt += 1
+                    continue
             c.raise_for_error(response)
             return response
 
@@ -79,7 +90,25 @@ class Client:
         groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
         advantage: AdvantageConfig | None = None,
     ) -> GroupsResponse:
-        return c.parse_groups(self._request("POST", "/v1/groups", c.groups_payload(groups, advantage)))
+        """Any number of groups: sent in chunks (`ChunkPolicy`), concurrently from a few threads
+        (httpx.Client is thread-safe), results in order."""
+        request = c.groups_request(groups, advantage)
+        policy = self._chunks
+        chunks = chunk_groups(list(request.groups), policy.max_groups, policy.max_responses)
+
+        def post(chunk: list[GroupSpec]) -> list[GroupResult]:
+            body = GroupsRequest(groups=chunk, advantage=request.advantage).model_dump(mode="json")
+            return c.parse_groups(self._request("POST", "/v1/groups", body)).groups
+
+        if len(chunks) <= 1:
+            parts = [post(chunk) for chunk in chunks]
+        else:
+            with ThreadPoolExecutor(min(policy.max_concurrency, len(chunks))) as executor:
+                parts = list(executor.map(post, chunks))
+        results = [result for part in parts for result in part]
+        if len(results) != len(request.groups):
+            raise c.RefereeError(f"service returned {len(results)} groups for {len(request.groups)} sent")
+        return GroupsResponse(groups=results)
 
     def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(self._request("GET", "/v1/verifiers"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body
@@ -10,7 +9,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from referee.errors import DomainError, ErrorKind
-from referee.grouping import chunk_groups
+from referee.grouping import ChunkPolicy, score_in_chunks
 from referee.models import (
     AdvantageConfig,
     BatchScoreRequest,
@@ -123,9 +122,11 @@ async def openrlhf_reward(
     """
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
-        chunks = chunk_groups(specs, scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES)
-        parts = await asyncio.gather(*(scorer.score_groups(chunk, AdvantageConfig()) for chunk in chunks))
-        return [result for part in parts for result in part]
+        async def score(chunk: list[GroupSpec]) -> list[GroupResult]:
+            return await scorer.score_groups(chunk, AdvantageConfig())
+
+        policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
+        return await score_in_chunks(score, specs, policy)
 
     result = await openrlhf_rewards(payload, score_groups, default_verifier=verifier, strip_eos=strip_eos)
     failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]

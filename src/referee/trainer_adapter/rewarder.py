@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from referee.advantages import group_advantages as _service_advantages
-from referee.grouping import VerifierSpec, chunk_groups
+from referee.grouping import ChunkPolicy, VerifierSpec, score_in_chunks
 from referee.models import (
     AdvantageConfig,
     GroupResult,
@@ -99,8 +99,7 @@ class GroupRewarder:
         api_key: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        if max_groups_per_request < 1 or max_responses_per_request < 1 or max_concurrency < 1:
-            raise ValueError("request sizes and concurrency must be positive")
+        self.chunks = ChunkPolicy(max_groups_per_request, max_responses_per_request, max_concurrency)
         self._scorer = scorer if not isinstance(scorer, str) else None
         self._url = scorer if isinstance(scorer, str) else None
         self._api_key = api_key
@@ -109,9 +108,6 @@ class GroupRewarder:
         self.verifier = verifier
         self.options = dict(options or {})
         self.advantage = advantage or AdvantageConfig()
-        self.max_groups_per_request = max_groups_per_request
-        self.max_responses_per_request = max_responses_per_request
-        self.max_concurrency = max_concurrency
 
     def _get_scorer(self) -> GroupScorer:
         if self._scorer is not None:
@@ -172,15 +168,8 @@ class GroupRewarder:
         if not groups:
             return []
         scorer = self._get_scorer()
-        chunks = chunk_groups(groups, self.max_groups_per_request, self.max_responses_per_request)
-        semaphore = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(chunk: list[GroupSpec]) -> GroupsResponse:
-            async with semaphore:
-                return await scorer.score_groups(chunk, self.advantage)
+        async def score(chunk: list[GroupSpec]) -> list[GroupResult]:
+            return (await scorer.score_groups(chunk, self.advantage)).groups
 
-        responses = await asyncio.gather(*(one(chunk) for chunk in chunks))
-        results = [result for response in responses for result in response.groups]
-        if len(results) != len(groups):
-            raise RuntimeError(f"service returned {len(results)} groups for {len(groups)} sent")
-        return results
+        return await score_in_chunks(score, groups, self.chunks)
