@@ -24,6 +24,7 @@ __all__ = [
     "canonical_key",
     "chunk_groups",
     "group_samples",
+    "plain",
     "scatter_rewards",
     "scatter_verdicts",
     "score_in_chunks",
@@ -50,8 +51,26 @@ def canonical_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def plain(value: Any) -> Any:
+    """`value` as plain JSON-able Python: numpy scalars and arrays (verl's parquet columns,
+    pandas cells) become numbers and lists, through their own `tolist()`; mappings and
+    sequences are converted all the way down. No numpy import: duck-typed."""
+    if isinstance(value, str | bytes | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and type(value).__module__.split(".")[0] == "numpy":
+        return plain(tolist())
+    return value
+
+
 def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[tuple[int, int]]]:
-    """Group flat samples into GroupSpecs; returns the specs and each sample's (group, position)."""
+    """Group flat samples into GroupSpecs; returns the specs and each sample's (group, position).
+    References and options are made plain JSON first (`plain`)."""
+    samples = [Sample(s.response, plain(s.reference), s.verifier, plain(s.options), s.key) for s in samples]
     index: dict[tuple[str, str, str, Hashable], int] = {}
     members: list[list[str]] = []
     heads: list[Sample] = []

@@ -146,9 +146,21 @@ class AdvantageConfig(_Strict):
     epsilon: float = Field(default=1e-4, ge=0.0, le=1.0)
 
 
+OnInvalid = Literal["reject", "error_verdict"]
+
+
 class GroupsRequest(_Strict):
     groups: list[GroupSpec] = Field(min_length=1)
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    on_invalid: OnInvalid = Field(
+        default="reject",
+        description=(
+            "reject: an invalid group (reference, options, unknown verifier, size) fails the whole "
+            "request with 422. error_verdict: that group gets status-error verdicts whose reason "
+            "says what is wrong, and the other groups are scored (what the trainer adapters ask "
+            "for: one bad row never fails a batch)."
+        ),
+    )
 
 
 class GroupResult(BaseModel):

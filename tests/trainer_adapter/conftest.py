@@ -27,7 +27,7 @@ class FakeScorer:
         self.max_in_flight = 0
 
     async def score_groups(
-        self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
+        self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None, on_invalid: str = "reject"
     ) -> GroupsResponse:
         import asyncio
 

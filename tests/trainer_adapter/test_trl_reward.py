@@ -19,9 +19,11 @@ class _CountingClient:
         self.inner = inner
         self.calls: list[list[GroupSpec]] = []
 
-    def score_groups(self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None) -> Any:
+    def score_groups(
+        self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None, on_invalid: Any = "reject"
+    ) -> Any:
         self.calls.append(list(groups))
-        return self.inner.score_groups(groups, advantage)
+        return self.inner.score_groups(groups, advantage, on_invalid)
 
     def close(self) -> None:
         self.inner.close()
@@ -87,7 +89,10 @@ def test_no_verdict_becomes_none(fake_scorer) -> None:  # type: ignore[no-untype
 
     class SyncFake:
         def score_groups(
-            self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
+            self,
+            groups: list[GroupSpec],
+            advantage: AdvantageConfig | None = None,
+            on_invalid: Any = "reject",
         ) -> GroupsResponse:
             return asyncio.run(fake_scorer.score_groups(groups, advantage))
 

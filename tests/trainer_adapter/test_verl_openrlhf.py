@@ -37,9 +37,9 @@ def test_verl_batched_form_makes_one_request(referee_url: str, monkeypatch: pyte
     calls: list[int] = []
     real = client.score_groups
 
-    def counting(groups, advantage=None):  # type: ignore[no-untyped-def]
+    def counting(groups, advantage=None, on_invalid="reject"):  # type: ignore[no-untyped-def]
         calls.append(len(groups))
-        return real(groups, advantage)
+        return real(groups, advantage, on_invalid)
 
     monkeypatch.setattr(client, "score_groups", counting)
     scores = verl.compute_score_batch(
@@ -59,7 +59,7 @@ def test_verl_error_verdict_scores_error_score(monkeypatch: pytest.MonkeyPatch, 
     fake_scorer.error_on = "boom"
 
     class SyncFake:
-        def score_groups(self, groups, advantage=None):  # type: ignore[no-untyped-def]
+        def score_groups(self, groups, advantage=None, on_invalid="reject"):  # type: ignore[no-untyped-def]
             return asyncio.run(fake_scorer.score_groups(groups, advantage))
 
     monkeypatch.setattr(verl, "_client", lambda url, key: SyncFake())

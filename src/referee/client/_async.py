@@ -17,6 +17,7 @@ from referee.models import (
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
+    OnInvalid,
     ScoreRequest,
     Verdict,
     VerifierInfo,
@@ -88,12 +89,13 @@ class AsyncClient:
         self,
         groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
         advantage: AdvantageConfig | None = None,
+        on_invalid: OnInvalid = "reject",
     ) -> GroupsResponse:
         """Any number of groups: sent in chunks (`ChunkPolicy`), concurrently, results in order."""
-        request = c.groups_request(groups, advantage)
+        request = c.groups_request(groups, advantage, on_invalid)
 
         async def post(chunk: list[GroupSpec]) -> list[GroupResult]:
-            body = GroupsRequest(groups=chunk, advantage=request.advantage).model_dump(mode="json")
+            body = c.chunk_body(request, chunk)
             return c.parse_groups(await self._request("POST", "/v1/groups", body)).groups
 
         return GroupsResponse(groups=await score_in_chunks(post, request.groups, self._chunks))

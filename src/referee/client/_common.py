@@ -15,6 +15,7 @@ from referee.models import (
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
+    OnInvalid,
     ScoreRequest,
     Verdict,
     VerifierInfo,
@@ -120,12 +121,18 @@ def batch_payload(items: Sequence[ScoreRequest | Mapping[str, Any]]) -> dict[str
 
 
 def groups_request(
-    groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest, advantage: AdvantageConfig | None = None
+    groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
+    advantage: AdvantageConfig | None = None,
+    on_invalid: OnInvalid = "reject",
 ) -> GroupsRequest:
     if isinstance(groups, GroupsRequest):
         return groups
     parsed = [g if isinstance(g, GroupSpec) else GroupSpec.model_validate(g) for g in groups]
-    return GroupsRequest(groups=parsed, advantage=advantage or AdvantageConfig())
+    return GroupsRequest(groups=parsed, advantage=advantage or AdvantageConfig(), on_invalid=on_invalid)
+
+
+def chunk_body(request: GroupsRequest, chunk: list[GroupSpec]) -> dict[str, Any]:
+    return request.model_copy(update={"groups": chunk}).model_dump(mode="json")
 
 
 def parse_verdict(response: httpx.Response) -> Verdict:

@@ -18,6 +18,7 @@ from referee.models import (
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
+    OnInvalid,
     ScoreRequest,
     Verdict,
     VerifierInfo,
@@ -89,15 +90,16 @@ class Client:
         self,
         groups: Sequence[GroupSpec | Mapping[str, Any]] | GroupsRequest,
         advantage: AdvantageConfig | None = None,
+        on_invalid: OnInvalid = "reject",
     ) -> GroupsResponse:
         """Any number of groups: sent in chunks (`ChunkPolicy`), concurrently from a few threads
         (httpx.Client is thread-safe), results in order."""
-        request = c.groups_request(groups, advantage)
+        request = c.groups_request(groups, advantage, on_invalid)
         policy = self._chunks
         chunks = chunk_groups(list(request.groups), policy.max_groups, policy.max_responses)
 
         def post(chunk: list[GroupSpec]) -> list[GroupResult]:
-            body = GroupsRequest(groups=chunk, advantage=request.advantage).model_dump(mode="json")
+            body = c.chunk_body(request, chunk)
             return c.parse_groups(self._request("POST", "/v1/groups", body)).groups
 
         if len(chunks) <= 1:

@@ -18,11 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.advantages import group_advantages
-from referee.errors import InputError
+from referee.errors import DomainError, ErrorKind, InputError
 from referee.models import (
     AdvantageConfig,
     GroupResult,
     GroupSpec,
+    OnInvalid,
     ScoreRequest,
     Verdict,
     VerdictStatus,
@@ -232,28 +233,37 @@ class Scorer:
         return [verdicts[0] for verdicts in results]
 
     async def score_groups(
-        self, groups: Sequence[GroupSpec], advantage: AdvantageConfig
+        self, groups: Sequence[GroupSpec], advantage: AdvantageConfig, on_invalid: OnInvalid = "reject"
     ) -> list[GroupResult]:
         limits = self.settings
         _limit(("groups",), "groups", len(groups), limits.max_groups)
-        planned: list[list[tuple[VerifierComponent, list[_Job]]]] = []
+        planned: list[list[tuple[VerifierComponent, list[_Job]]] | DomainError] = []
         total = 0
         for g, group in enumerate(groups):
             loc: Loc = ("groups", g)
-            components = group.components()
-            _limit((*loc, "responses"), "responses", len(group.responses), limits.max_group_size)
-            _limit((*loc, "verifier"), "components", len(components), limits.max_components)
-            self._check_responses(group.responses, (*loc, "responses"))
-            planned.append(self._plan_group(group, components, loc))
+            try:
+                components = group.components()
+                _limit((*loc, "responses"), "responses", len(group.responses), limits.max_group_size)
+                _limit((*loc, "verifier"), "components", len(components), limits.max_components)
+                self._check_responses(group.responses, (*loc, "responses"))
+                planned.append(self._plan_group(group, components, loc))
+            except DomainError as exc:  # InputError, UnknownVerifier: what is wrong with the group
+                if on_invalid == "reject" or exc.kind not in (ErrorKind.invalid, ErrorKind.not_found):
+                    raise
+                planned.append(exc)
+                continue
             total += len(group.responses) * len(components)
         _limit(("groups",), "verdicts in one request", total, limits.max_pending_verdicts)
         self.pool.check_capacity(total)
-        self._admit([(job, 1) for plan in planned for _, jobs in plan for job in jobs])
+        runnable = [plan for plan in planned if not isinstance(plan, DomainError)]
+        self._admit([(job, 1) for plan in runnable for _, jobs in plan for job in jobs])
         return list(
             await asyncio.gather(
                 *(
-                    self._score_group(group, jobs, advantage)
-                    for group, jobs in zip(groups, planned, strict=True)
+                    _invalid_group(group, plan)
+                    if isinstance(plan, DomainError)
+                    else self._score_group(group, plan, advantage)
+                    for group, plan in zip(groups, planned, strict=True)
                 )
             )
         )
@@ -331,6 +341,29 @@ class Scorer:
             std=stats.std,
             zero_variance=stats.zero_variance,
         )
+
+
+async def _invalid_group(group: GroupSpec, error: DomainError) -> GroupResult:
+    """A group that could not be judged at all (`on_invalid="error_verdict"`): every response
+    gets a status-error verdict whose reason says what is wrong; no reward, no advantage."""
+    name = group.verifier if isinstance(group.verifier, str) else "+".join(c.name for c in group.verifier)
+    detail = error.detail if isinstance(error, InputError) else {"error": error.code}
+    verdict = Verdict(
+        score=None,
+        status=VerdictStatus.error,
+        verifier=name,
+        reason=f"invalid input: {error.message}"[:1000],
+        details={"invalid": detail if isinstance(detail, dict) else {"errors": detail}},
+    )
+    n = len(group.responses)
+    return GroupResult(
+        verdicts=[verdict] * n,
+        rewards=[None] * n,
+        advantages=[None] * n,
+        mean=None,
+        std=None,
+        zero_variance=True,
+    )
 
 
 def _limit(loc: Loc, what: str, count: int, limit: int) -> None:

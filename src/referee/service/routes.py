@@ -54,7 +54,7 @@ async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdic
 )
 async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
-    return GroupsResponse(groups=await scorer.score_groups(body.groups, body.advantage))
+    return GroupsResponse(groups=await scorer.score_groups(body.groups, body.advantage, body.on_invalid))
 
 
 def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
@@ -123,7 +123,7 @@ async def openrlhf_reward(
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
         async def score(chunk: list[GroupSpec]) -> list[GroupResult]:
-            return await scorer.score_groups(chunk, AdvantageConfig())
+            return await scorer.score_groups(chunk, AdvantageConfig(), on_invalid="error_verdict")
 
         policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
         return await score_in_chunks(score, specs, policy)

@@ -143,7 +143,7 @@ class RefereeReward(_RefereeRewardBase):
         if not specs:
             return []
         start = time.perf_counter()
-        results = self._get_client().score_groups(specs, AdvantageConfig()).groups
+        results = self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
         rewards = scatter_rewards(results, where)
         self._log(kwargs, results, rewards, time.perf_counter() - start)
         return rewards
@@ -180,7 +180,9 @@ class AsyncRefereeReward(_RefereeRewardBase):
         if not specs:
             return []
         start = time.perf_counter()
-        results = (await self._get_client().score_groups(specs, AdvantageConfig())).groups
+        results = (
+            await self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
+        ).groups
         rewards = scatter_rewards(results, where)
         self._log(kwargs, results, rewards, time.perf_counter() - start)
         return rewards

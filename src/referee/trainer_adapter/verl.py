@@ -105,7 +105,7 @@ def compute_score_batch(
     specs, where = group_samples(samples)
     if not specs:
         return []
-    results = _client(url, api_key).score_groups(specs, AdvantageConfig()).groups
+    results = _client(url, api_key).score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
     return [_result(v, error_score, return_dict) for v in scatter_verdicts(results, where)]
 
 

@@ -16,11 +16,12 @@ This module never imports FastAPI: verifiers are plain Python and usable without
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
     from referee.sandbox.protocol import Job, RunResult
@@ -94,13 +95,30 @@ class Verifier:
         # Cached per class: building a TypeAdapter costs more than validating with it.
         adapter = cls.__dict__.get("_reference_adapter")
         if adapter is None:
-            adapter = TypeAdapter(cls.reference_type)
+            try:
+                # Trainers store answers as numbers (72, 0.5; numpy scalars arrive as those):
+                # where a verifier reads a string, a number is its decimal text, never a 422.
+                adapter = TypeAdapter(cls.reference_type, config=ConfigDict(coerce_numbers_to_str=True))
+            except PydanticUserError:  # a model or dataclass type carries its own config
+                adapter = TypeAdapter(cls.reference_type)
             cls._reference_adapter = adapter
         return adapter
 
     @classmethod
     def validate_reference(cls, reference: Any) -> Any:
-        return cls.reference_adapter().validate_python(reference)
+        adapter = cls.reference_adapter()
+        try:
+            return adapter.validate_python(reference)
+        except ValidationError as error:
+            # verl and OpenRLHF datasets keep structured references (a puzzle's answer spec,
+            # a problem's tests) as JSON text: decoded where the verifier wants the structure.
+            if not (isinstance(reference, str) and reference.lstrip()[:1] in ("{", "[")):
+                raise
+            try:
+                decoded = json.loads(reference)
+            except ValueError:
+                raise error from None  # not JSON after all: the validation error stands
+            return adapter.validate_python(decoded)
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any] | None) -> BaseModel:
