@@ -5,6 +5,7 @@ and the rewards come back in order. Each request the service saw stayed within i
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from referee.client import AsyncClient, Client
 from referee.grouping import ChunkPolicy
 from referee.models import GroupSpec
-from referee.trainer_adapter import verl
+from referee.trainer_adapter import connections, verl
 from referee.trainer_adapter.rewarder import GroupRewarder
 from referee.trainer_adapter.trl import AsyncRefereeReward, RefereeReward
 
@@ -61,7 +62,7 @@ def test_verl_batch_of_1024_prompts_x_5(
     referee_url: str, recording: Recording, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = Client(referee_url, transport=recording)
-    monkeypatch.setitem(verl._clients, (__import__("os").getpid(), referee_url, None), client)
+    monkeypatch.setitem(connections._sync_clients, (os.getpid(), referee_url, None), client)
     _, completions, answers = batch(PROMPTS, G)
     scores = verl.compute_score_batch(
         ["openai/gsm8k"] * len(completions), completions, answers, None, url=referee_url, verifier="exact"

@@ -1,10 +1,28 @@
 """verl custom reward functions backed by a Referee service.
 
-verl loads a reward function from a file (``custom_reward_function.path``/``.name``) and calls
-``compute_score(data_source, solution_str, ground_truth, extra_info=None, **reward_kwargs)`` per
-sample (NaiveRewardManager) or the batched form with plural keyword names (BatchRewardManager).
-``reward_kwargs`` come from ``custom_reward_function.reward_kwargs`` and may set `url`,
-`verifier`, `options`, `error_score` and `return_dict`.
+Load them by package path, which works on every verl path (Ray workers import the module by
+name, nothing is pickled by value)::
+
+    reward.custom_reward_function.path=pkg://referee.trainer_adapter.verl
+    reward.custom_reward_function.name=compute_score_async      # or compute_score / compute_score_batch
+    reward.custom_reward_function.reward_kwargs.url=http://referee:8000
+
+Which function for which reward manager (verl 0.9, `verl/experimental/reward_loop` and
+`verl/workers/reward_manager`):
+- the reward loop's `naive`/`dapo` managers await a coroutine function natively, one call per
+  sample, all at once: `compute_score_async` sends each burst as ONE grouped request;
+- a plain function is called per sample in a thread (`NaiveRewardManager`): `compute_score`,
+  one request per sample;
+- `BatchRewardManager` calls ``compute_score(data_sources=..., solution_strs=...,
+  ground_truths=..., extra_infos=...)`` once per batch: `compute_score_batch` (chunked and
+  sent concurrently whatever the batch size);
+- `PrimeRewardManager` runs the function in a process pool and needs a float: keep the default
+  ``return_dict=False`` there (a dict would be scored 0 by its float conversion).
+The file-path form (``path=/.../verl.py``) works too: this module keeps no client, lock or loop
+in its globals (see `connections`), so verl's by-value pickling of a file-loaded module is safe.
+
+``reward_kwargs`` may set `url`, `api_key`, `verifier`, `options`, `error_score` and
+`return_dict`. The service URL defaults to the ``REFEREE_URL`` environment variable.
 
 Which verifier judges a sample, first match wins:
 1. ``extra_info["verifier"]`` (and ``extra_info["verifier_options"]``);
@@ -12,21 +30,21 @@ Which verifier judges a sample, first match wins:
 3. ``DATA_SOURCES[data_source]`` (well-known dataset names);
 4. the data source itself, so a dataset may name a Referee verifier (``logic.sudoku_4x4``).
 
-verl cannot mask a sample, so a sample with no verdict (`status: "error"`) scores
-`error_score` (default 0.0); with ``return_dict=True`` the result is
-``{"score": s, "referee_error": 0.0 | 1.0}`` so the error rate shows up in verl's logs.
-The service URL defaults to the ``REFEREE_URL`` environment variable.
+verl cannot mask a sample, so a sample with no verdict (`status: "error"`, including a row
+whose reference is invalid: one bad row never fails the batch) scores `error_score` (default
+0.0); with ``return_dict=True`` the result is ``{"score": s, "referee_error": 0.0 | 1.0}`` and
+verl puts every key into `reward_extra_info`, so the error rate shows up in its logs.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from referee.grouping import Sample, group_samples, scatter_verdicts
 from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus
+from referee.trainer_adapter import connections
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -45,22 +63,15 @@ DATA_SOURCES: dict[str, str] = {
     "codeforces": "code",
 }
 
-_clients: dict[tuple[int, str, str | None], Any] = {}
-_lock = threading.Lock()
+
+def _service(url: str | None, api_key: str | None) -> tuple[str, str | None]:
+    return url or os.environ.get("REFEREE_URL", DEFAULT_URL), api_key or os.environ.get("REFEREE_API_KEY")
 
 
 def _client(url: str | None, api_key: str | None) -> Any:
-    url = url or os.environ.get("REFEREE_URL", DEFAULT_URL)
-    api_key = api_key or os.environ.get("REFEREE_API_KEY")
-    # One pooled client per process (verl forks reward workers; a client must not cross a fork).
-    key = (os.getpid(), url, api_key)
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            from referee.client import Client
-
-            client = _clients[key] = Client(url, api_key=api_key)
-    return client
+    # No client, lock or loop in this module's globals: verl may load this file under a name
+    # of its own and cloudpickle its functions by value (see trainer_adapter/connections.py).
+    return connections.sync_client(*_service(url, api_key))
 
 
 def resolve_verifier(
@@ -118,3 +129,25 @@ def compute_score(
 ) -> float | dict[str, float]:
     """Per-sample form (verl's NaiveRewardManager / default `custom_reward_function`)."""
     return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
+
+
+async def compute_score_async(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    *,
+    url: str | None = None,
+    api_key: str | None = None,
+    verifier: str | None = None,
+    options: JSONObject | None = None,
+    error_score: float = 0.0,
+    return_dict: bool = False,
+    **_: Any,
+) -> float | dict[str, float]:
+    """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
+    sample, all at once): the concurrent calls of a step are sent as one grouped request."""
+    name, opts = resolve_verifier(data_source, extra_info, verifier, options)
+    sample = Sample(response=solution_str, reference=ground_truth, verifier=name, options=opts)
+    verdict = await connections.batcher(*_service(url, api_key)).judge(sample)
+    return _result(verdict, error_score, return_dict)

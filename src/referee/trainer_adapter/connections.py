@@ -1,0 +1,113 @@
+"""Process-local service connections for the trainer adapters, created on first use.
+
+Trainers copy reward functions across processes: verl ships them to Ray workers with
+cloudpickle, forks reward workers, and loads a reward file under a module name of its own
+(`custom_module_<hash>`), whose functions cloudpickle then copies *by value*, together with
+every global they use. So the adapters' modules keep no clients, locks or loops in their
+globals: they ask this module (always imported by name, so pickled by reference) for a
+connection, which is made lazily, per process (a client never crosses a fork) and, for the
+async ones, per event loop (an httpx async client belongs to the loop it first ran on).
+
+`SampleBatcher` turns many concurrent per-sample awaits (verl's reward loop awaits one
+`compute_score_async` per sample) into one `/v1/groups` request per burst.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from referee.grouping import ChunkPolicy, Sample, group_samples, scatter_verdicts
+from referee.models import AdvantageConfig, Verdict
+
+# How long a batcher waits for the rest of a burst of concurrent calls before it sends them
+# (a reward loop starts its per-sample calls within microseconds of each other).
+BATCH_WINDOW_S = 0.005
+MAX_BATCH = 8192
+
+_sync_clients: dict[tuple[int, str, str | None], Any] = {}
+_batchers: dict[tuple[int, int, str, str | None], SampleBatcher] = {}
+_lock: threading.Lock | None = None
+_lock_pid = -1
+
+
+def _process_lock() -> threading.Lock:
+    """A lock of this process (made after any fork: a lock copied mid-acquire would deadlock)."""
+    global _lock, _lock_pid
+    if _lock is None or _lock_pid != os.getpid():
+        _lock, _lock_pid = threading.Lock(), os.getpid()
+    return _lock
+
+
+def sync_client(url: str, api_key: str | None) -> Any:
+    """One pooled `referee.client.Client` per process and service."""
+    key = (os.getpid(), url, api_key)
+    with _process_lock():
+        client = _sync_clients.get(key)
+        if client is None:
+            from referee.client import Client
+
+            client = _sync_clients[key] = Client(url, api_key=api_key)
+    return client
+
+
+def batcher(url: str, api_key: str | None) -> SampleBatcher:
+    """The batcher of this process, running event loop and service."""
+    key = (os.getpid(), id(asyncio.get_running_loop()), url, api_key)
+    found = _batchers.get(key)
+    if found is None:
+        found = _batchers[key] = SampleBatcher(url, api_key)
+    return found
+
+
+class SampleBatcher:
+    """Concurrent `judge(sample)` awaits on one loop -> one grouped request per burst."""
+
+    def __init__(self, url: str, api_key: str | None, chunks: ChunkPolicy | None = None) -> None:
+        from referee.client import AsyncClient
+
+        self.client = AsyncClient(url, api_key=api_key, chunks=chunks)
+        self._pending: list[tuple[Sample, asyncio.Future[Verdict]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._sending: set[asyncio.Task[None]] = set()  # strong references while in flight
+        self.requests = 0  # bursts sent (each one score_groups call, chunked if large)
+
+    async def judge(self, sample: Sample) -> Verdict:
+        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        self._pending.append((sample, future))
+        if len(self._pending) >= MAX_BATCH:
+            self._send_now()
+        elif self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_after_window())
+        return await future
+
+    async def _flush_after_window(self) -> None:
+        await asyncio.sleep(BATCH_WINDOW_S)
+        self._send_now()
+
+    def _send_now(self) -> None:
+        batch, self._pending = self._pending, []
+        if self._flusher is not None and self._flusher is not asyncio.current_task():
+            self._flusher.cancel()
+        self._flusher = None
+        if batch:
+            task = asyncio.get_running_loop().create_task(self._send(batch))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, batch: list[tuple[Sample, asyncio.Future[Verdict]]]) -> None:
+        self.requests += 1
+        specs, where = group_samples([sample for sample, _ in batch])
+        try:
+            response = await self.client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
+            verdicts = scatter_verdicts(response.groups, where)
+        except Exception as exc:  # every waiter sees the failure; none is left hanging
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), verdict in zip(batch, verdicts, strict=True):
+            if not future.done():
+                future.set_result(verdict)
