@@ -23,6 +23,7 @@ __all__ = [
     "VerifierSpec",
     "canonical_key",
     "chunk_groups",
+    "component_scores",
     "group_samples",
     "plain",
     "scatter_rewards",
@@ -161,3 +162,17 @@ async def score_in_chunks(
     if len(results) != len(groups):
         raise RuntimeError(f"{len(results)} group results for {len(groups)} groups sent")
     return results
+
+
+def component_scores(verdicts: Sequence[Verdict]) -> dict[str, list[float | None]]:
+    """Per weighted component (verifier name), its score for each verdict (None where it has
+    none): the parts of a combined reward, for the trainer's logs."""
+    columns: dict[str, list[float | None]] = {}
+    for i, verdict in enumerate(verdicts):
+        for part in verdict.details.get("components", []) if verdict.details else []:
+            if not isinstance(part, dict):
+                continue
+            name = str(part.get("verifier", "?")).split("@")[0]
+            column = columns.setdefault(name, [None] * len(verdicts))
+            column[i] = part.get("score") if part.get("status") == "ok" else None
+    return columns

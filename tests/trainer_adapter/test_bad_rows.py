@@ -73,3 +73,28 @@ async def test_async_trl_numpy_columns(referee_url: str, column: object) -> None
     reward = AsyncRefereeReward(referee_url, verifier="numeric", reference_column="answer")
     assert await reward(prompts=["p", "p"], completions=["0.5", "0.25"], answer=column) == [1.0, 0.0]
     await reward.aclose()
+
+
+def test_components_reach_verl_and_openrlhf_logs(referee_url: str) -> None:
+    components = [{"name": "format.think_answer", "weight": 0.5}, {"name": "math", "weight": 1.0}]
+    good, unformatted = "<think>ok</think><answer>4</answer>", "<answer>4</answer>"
+    scores = verl.compute_score_batch(
+        ["d", "d"],
+        [good, unformatted],
+        ["4", "4"],
+        [{"verifier": components}] * 2,
+        url=referee_url,
+        return_dict=True,
+    )
+    assert scores == [
+        {"score": 1.5, "referee_error": 0.0, "referee/format.think_answer": 1.0, "referee/math": 1.0},
+        {"score": 1.0, "referee_error": 0.0, "referee/format.think_answer": 0.0, "referee/math": 1.0},
+    ]
+    label = json.dumps({"verifier": components, "reference": "4"})
+    r = httpx.post(
+        f"{referee_url}/v1/openrlhf/reward",
+        json={"query": [good, unformatted], "prompts": ["", ""], "labels": [label, label]},
+    )
+    logs = r.json()["extra_logs"]
+    assert logs["referee/format.think_answer"] == [1.0, 0.0] and logs["referee/math"] == [1.0, 1.0]
+    assert r.json()["rewards"] == [1.5, 1.0]

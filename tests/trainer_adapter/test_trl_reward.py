@@ -115,3 +115,36 @@ async def test_async_reward_matches_sync_and_survives_pickling(referee_url: str)
         assert await clone(**kwargs) == [1.0, 0.0, 1.0]
     finally:
         await clone.aclose()
+
+
+def test_weighted_components_one_reward_masks_whole_and_logs_parts(referee_url: str) -> None:
+    """One reward function with weighted components: the parts reach TRL's logs, and a part
+    without a verdict nulls the whole reward (never a format-only partial reward)."""
+    reward = RefereeReward(
+        referee_url,
+        verifier=[{"name": "format.think_answer", "weight": 0.25}, {"name": "math", "weight": 1.0}],
+        reference_column="answer",
+    )
+    metrics: dict[str, float] = {}
+    extra: dict[str, list[Any]] = {}
+    completions = [
+        "<think>x</think><answer>4</answer>",
+        "<answer>4</answer>",
+        "<think>y</think><answer>5</answer>",
+    ]
+    out = reward(
+        prompts=["p"] * 3,
+        completions=completions,
+        answer=["4"] * 3,
+        log_extra=lambda column, values: extra.__setitem__(column, values),
+        log_metric=lambda name, value: metrics.__setitem__(name, value),
+    )
+    fmt = extra["referee/format.think_answer"]
+    correct = extra["referee/math"]
+    assert out == [pytest.approx(0.25 * f + 1.0 * e) for f, e in zip(fmt, correct, strict=True)]
+    assert fmt[0] == 1.0 and fmt[1] == 0.0 and correct == [1.0, 1.0, 0.0]
+    assert metrics["referee/math"] == pytest.approx(2 / 3) and "referee/reason" in extra
+    # A component that cannot decide (no usable reference for math): the whole reward is None,
+    # its well-formatted part (0.25) is not handed out alone.
+    assert reward(prompts=["p"], completions=[completions[0]], answer=[None]) == [None]
+    reward.close()

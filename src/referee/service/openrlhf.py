@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from referee.grouping import Sample, VerifierSpec, group_samples, scatter_verdicts
+from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, scatter_verdicts
 from referee.models import GroupResult, GroupSpec, JSONObject, VerdictStatus, VerifierComponent
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
@@ -141,4 +141,9 @@ async def openrlhf_rewards(
         ok = verdict.status is VerdictStatus.ok and verdict.score is not None
         rewards.append(float(verdict.score) if ok and verdict.score is not None else error_reward)
         errors.append(0.0 if ok else 1.0)
-    return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs={"referee_error": errors})
+    extra_logs = {"referee_error": errors}
+    # Each weighted component's per-sample score (OpenRLHF logs the mean of every extra_logs
+    # list; numbers only: a component without a score counts as error_reward, flagged above).
+    for name, scores in component_scores(verdicts).items():
+        extra_logs[f"referee/{name}"] = [float(s) if s is not None else error_reward for s in scores]
+    return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs=extra_logs)

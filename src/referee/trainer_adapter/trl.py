@@ -6,8 +6,22 @@ with TRL's own extras (`trainer_state`, `log_extra`, `log_metric`). It expects o
 completion, or None where the function has no opinion (TRL turns it into NaN and leaves the
 sample out). Referee's `status: "error"` verdicts map to None for exactly that reason.
 
-Each call makes ONE `/v1/groups` request: completions of the same prompt and reference form a
-group, so the service parses each reference once. This module does not import TRL or torch.
+Masking is only honest with ONE reward function: TRL sums its reward functions ignoring NaN, so
+with a separate format reward a sample whose correctness has no verdict would still be
+rewarded for its format, exactly the partial reward masking exists to prevent. Give one
+`RefereeReward` the weighted components instead::
+
+    RefereeReward(url, verifier=[{"name": "format.think_answer", "weight": 0.1},
+                                 {"name": "math", "weight": 1.0}], reference_column="answer")
+
+The service adds the weighted scores, and a component without a verdict makes the whole
+reward None. Each component's score goes to TRL's logs (`log_metric` means, `log_extra`
+columns of the completions table, with the verdict's reason).
+
+Each call is one `/v1/groups` call (sent as concurrent chunks when the batch is larger than a
+request may be): completions of the same prompt and reference form a group, so the service
+parses each reference once. A row whose reference is invalid gets None, never fails the batch.
+This module does not import TRL or torch.
 """
 
 from __future__ import annotations
@@ -17,8 +31,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from referee.grouping import Sample, VerifierSpec, canonical_key, group_samples, scatter_rewards
-from referee.models import AdvantageConfig, GroupResult, JSONObject
+from referee.grouping import (
+    Sample,
+    VerifierSpec,
+    canonical_key,
+    component_scores,
+    group_samples,
+    scatter_rewards,
+    scatter_verdicts,
+)
+from referee.models import AdvantageConfig, GroupResult, JSONObject, Verdict
 
 # Keyword arguments TRL adds that are not dataset columns.
 _TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
@@ -98,17 +120,36 @@ class _RefereeRewardBase:
             )
         return samples
 
-    @staticmethod
     def _log(
-        kwargs: dict[str, Any], results: list[GroupResult], rewards: list[float | None], seconds: float
+        self,
+        kwargs: dict[str, Any],
+        results: list[GroupResult],
+        verdicts: list[Verdict],
+        rewards: list[float | None],
+        seconds: float,
     ) -> None:
+        """To TRL's logs: scalar metrics (`log_metric`: error and zero-variance fractions, request
+        time, each weighted component's mean score) and per-completion columns of the completions
+        table (`log_extra`: each component's score, the verdict's reason)."""
         log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
-        if log_metric is None or not rewards:
+        log_extra: Callable[[str, list[Any]], None] | None = kwargs.get("log_extra")
+        if not rewards:
             return
-        log_metric("referee/error_fraction", sum(r is None for r in rewards) / len(rewards))
-        log_metric("referee/request_seconds", seconds)
-        if results:
-            log_metric("referee/zero_variance_fraction", sum(r.zero_variance for r in results) / len(results))
+        columns = component_scores(verdicts)
+        if log_metric is not None:
+            log_metric("referee/error_fraction", sum(r is None for r in rewards) / len(rewards))
+            log_metric("referee/request_seconds", seconds)
+            if results:
+                zero = sum(r.zero_variance for r in results) / len(results)
+                log_metric("referee/zero_variance_fraction", zero)
+            for name, scores in columns.items():
+                valid = [s for s in scores if s is not None]
+                if valid:
+                    log_metric(f"referee/{name}", sum(valid) / len(valid))
+        if log_extra is not None:
+            for name, scores in columns.items():
+                log_extra(f"referee/{name}", scores)
+            log_extra("referee/reason", [v.reason or "" for v in verdicts])
 
     def __getstate__(self) -> dict[str, Any]:
         # Picklable (TRL and multiprocessing may copy reward functions): clients are rebuilt lazily.
@@ -145,7 +186,7 @@ class RefereeReward(_RefereeRewardBase):
         start = time.perf_counter()
         results = self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
         rewards = scatter_rewards(results, where)
-        self._log(kwargs, results, rewards, time.perf_counter() - start)
+        self._log(kwargs, results, scatter_verdicts(results, where), rewards, time.perf_counter() - start)
         return rewards
 
     def close(self) -> None:
@@ -184,7 +225,7 @@ class AsyncRefereeReward(_RefereeRewardBase):
             await self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
         ).groups
         rewards = scatter_rewards(results, where)
-        self._log(kwargs, results, rewards, time.perf_counter() - start)
+        self._log(kwargs, results, scatter_verdicts(results, where), rewards, time.perf_counter() - start)
         return rewards
 
     async def aclose(self) -> None:

@@ -42,8 +42,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from referee.grouping import Sample, group_samples, scatter_verdicts
-from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus
+from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, plain, scatter_verdicts
+from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus, VerifierComponent
 from referee.trainer_adapter import connections
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -76,10 +76,12 @@ def _client(url: str | None, api_key: str | None) -> Any:
 
 def resolve_verifier(
     data_source: str, extra_info: dict[str, Any] | None, verifier: str | None, options: JSONObject | None
-) -> tuple[str, JSONObject]:
+) -> tuple[VerifierSpec, JSONObject]:
     info = extra_info or {}
     if isinstance(info.get("verifier"), str):
         return info["verifier"], dict(info.get("verifier_options") or options or {})
+    if isinstance(info.get("verifier"), list | tuple):  # weighted components, e.g. format + math
+        return [VerifierComponent.model_validate(plain(c)) for c in info["verifier"]], {}
     if verifier:
         return verifier, dict(options or {})
     return DATA_SOURCES.get(data_source, data_source), dict(options or {})
@@ -88,9 +90,14 @@ def resolve_verifier(
 def _result(verdict: Verdict, error_score: float, return_dict: bool) -> float | dict[str, float]:
     ok = verdict.status is VerdictStatus.ok and verdict.score is not None
     score = float(verdict.score) if ok and verdict.score is not None else error_score
-    if return_dict:
-        return {"score": score, "referee_error": 0.0 if ok else 1.0}
-    return score
+    if not return_dict:
+        return score
+    result = {"score": score, "referee_error": 0.0 if ok else 1.0}
+    # Each weighted component's score (verl logs every key of reward_extra_info as a mean;
+    # numbers only, so a component without a score counts as error_score, flagged above).
+    for name, (part,) in component_scores([verdict]).items():
+        result[f"referee/{name}"] = float(part) if part is not None else error_score
+    return result
 
 
 def compute_score_batch(
