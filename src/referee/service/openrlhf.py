@@ -15,7 +15,9 @@ The response is ``query[len(prompt):]`` when the query starts with its prompt, e
 query. OpenRLHF decodes without skipping special tokens, so the end-of-sequence text is still
 attached (``<|im_end|>``, ``<|endoftext|>``, ``</s>``, ``<eos>``, ``<|eot_id|>``, ... and
 padding): by default every trailing marker in `EOS_MARKERS` is stripped (``?strip_eos=false``
-keeps the text as sent). OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
+keeps the text as sent). A multi-turn episode (ChatML or Llama 3 turns in the response) is
+judged on its last assistant turn; ``?turns=all`` joins every assistant turn, ``?turns=k``
+takes the k-th (see `referee.turns`). OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
 (`status: "error"`) reward `error_reward` (0.0) and counts it in ``extra_logs["referee_error"]``
 (per-sample 0/1 lists); the route then refuses such a batch with 503 unless ``?on_error=zero``.
 """
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, scatter_verdicts
 from referee.models import GroupResult, GroupSpec, JSONObject, VerdictStatus, VerifierComponent
+from referee.turns import Turns, select_turns
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
 
@@ -104,10 +107,11 @@ def strip_trailing_eos(text: str) -> str:
         end = cut - len(marker)
 
 
-def _response_text(query: str, prompt: str | None, strip_eos: bool) -> str:
+def _response_text(query: str, prompt: str | None, strip_eos: bool, turns: Turns) -> str:
     if prompt and query.startswith(prompt):
         query = query[len(prompt) :]
-    return strip_trailing_eos(query) if strip_eos else query
+    text = select_turns(query, turns)  # an agent loop's episode: its chosen assistant turn(s)
+    return strip_trailing_eos(text) if strip_eos else text
 
 
 async def openrlhf_rewards(
@@ -117,6 +121,7 @@ async def openrlhf_rewards(
     default_verifier: str = "exact",
     error_reward: float = 0.0,
     strip_eos: bool = True,
+    turns: Turns = "last",
 ) -> OpenRLHFResponse:
     """Score one OpenRLHF batch with one grouped scoring pass (`score_groups` may chunk it)."""
     n = len(payload.query)
@@ -127,7 +132,7 @@ async def openrlhf_rewards(
         verifier, reference, options = decode_label(label, default_verifier)
         samples.append(
             Sample(
-                response=_response_text(query, prompt, strip_eos),
+                response=_response_text(query, prompt, strip_eos, turns),
                 reference=reference,
                 verifier=verifier,
                 options=options,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -27,6 +27,7 @@ from referee.models import (
 from referee.service.deps import CLIENT, CatalogDep, MetricsDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.openrlhf import OpenRLHFRequest, OpenRLHFResponse, openrlhf_rewards
+from referee.turns import Turns
 from referee.verifiers import Verifier
 
 router = APIRouter()
@@ -110,6 +111,7 @@ async def openrlhf_reward(
     verifier: str = "exact",
     on_error: Literal["fail", "zero"] = "fail",
     strip_eos: bool = True,
+    turns: str = Query("last", pattern=r"^(last|all|-?\d{1,4})$"),
 ) -> OpenRLHFResponse:
     """OpenRLHF's remote reward protocol (`--remote_rm_url .../v1/openrlhf/reward`).
 
@@ -118,7 +120,8 @@ async def openrlhf_reward(
     a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
     is asked for, which reports those samples in `extra_logs.referee_error`. The
     end-of-sequence text OpenRLHF leaves on each response (`<|im_end|>`, `</s>`, ...) is
-    stripped unless `strip_eos=false`.
+    stripped unless `strip_eos=false`. In a multi-turn episode the last assistant turn is
+    judged (`turns=all`: all of them joined; `turns=k`: the k-th).
     """
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
@@ -128,7 +131,10 @@ async def openrlhf_reward(
         policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
         return await score_in_chunks(score, specs, policy)
 
-    result = await openrlhf_rewards(payload, score_groups, default_verifier=verifier, strip_eos=strip_eos)
+    which: Turns = turns if turns in ("last", "all") else int(turns)
+    result = await openrlhf_rewards(
+        payload, score_groups, default_verifier=verifier, strip_eos=strip_eos, turns=which
+    )
     failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]
     if failed and on_error == "fail":
         raise DomainError(

@@ -41,31 +41,15 @@ from referee.grouping import (
     scatter_verdicts,
 )
 from referee.models import AdvantageConfig, GroupResult, JSONObject, Verdict
+from referee.turns import Turns, select_turns
 
 # Keyword arguments TRL adds that are not dataset columns.
 _TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
 
 
-def completion_text(completion: Any) -> str:
-    """The text of a completion: a plain string, or (conversational) the last assistant message."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        return _content_text(completion.get("content"))
-    if isinstance(completion, Sequence) and completion:
-        messages = [m for m in completion if isinstance(m, dict)]
-        assistant = [m for m in messages if m.get("role") == "assistant"]
-        chosen = assistant[-1] if assistant else (messages[-1] if messages else None)
-        return _content_text(chosen.get("content")) if chosen else ""
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
+def completion_text(completion: Any, turns: Turns = "last") -> str:
+    """The text to judge: a plain string, or (conversational) the chosen assistant turn(s)."""
+    return select_turns(completion, turns)
 
 
 class _RefereeRewardBase:
@@ -83,6 +67,7 @@ class _RefereeRewardBase:
         api_key: str | None = None,
         timeout: float = 60.0,
         name: str = "referee",
+        turns: Turns = "last",
     ) -> None:
         self.url = url
         self.verifier = verifier
@@ -92,6 +77,7 @@ class _RefereeRewardBase:
         self.options_column = options_column
         self.api_key = api_key
         self.timeout = timeout
+        self.turns = turns  # which assistant turn(s) of a conversational completion to judge
         # TRL names the reward in its logs after `__name__` (falling back to the class name).
         self.__name__ = name
 
@@ -110,7 +96,7 @@ class _RefereeRewardBase:
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             samples.append(
                 Sample(
-                    response=completion_text(completion),
+                    response=completion_text(completion, self.turns),
                     reference=references[i],
                     verifier=verifiers[i] if verifiers is not None else self.verifier,
                     options=options[i] if options is not None and options[i] is not None else self.options,

@@ -21,8 +21,9 @@ Which function for which reward manager (verl 0.9, `verl/experimental/reward_loo
 The file-path form (``path=/.../verl.py``) works too: this module keeps no client, lock or loop
 in its globals (see `connections`), so verl's by-value pickling of a file-loaded module is safe.
 
-``reward_kwargs`` may set `url`, `api_key`, `verifier`, `options`, `error_score` and
-`return_dict`. The service URL defaults to the ``REFEREE_URL`` environment variable.
+``reward_kwargs`` may set `url`, `api_key`, `verifier`, `options`, `error_score`,
+`return_dict` and `turns` (an agent loop's episode: its last assistant turn by default, see
+`referee.turns`). The service URL defaults to the ``REFEREE_URL`` environment variable.
 
 Which verifier judges a sample, first match wins:
 1. ``extra_info["verifier"]`` (and ``extra_info["verifier_options"]``);
@@ -45,6 +46,7 @@ from typing import Any
 from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, plain, scatter_verdicts
 from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus, VerifierComponent
 from referee.trainer_adapter import connections
+from referee.turns import Turns, select_turns
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -112,6 +114,7 @@ def compute_score_batch(
     options: JSONObject | None = None,
     error_score: float = 0.0,
     return_dict: bool = False,
+    turns: Turns = "last",
     **_: Any,
 ) -> list[float | dict[str, float]]:
     """Batched form (verl's BatchRewardManager): one `/v1/groups` request for the whole batch."""
@@ -119,7 +122,8 @@ def compute_score_batch(
     samples = []
     for source, solution, truth, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True):
         name, opts = resolve_verifier(source, info, verifier, options)
-        samples.append(Sample(response=solution, reference=truth, verifier=name, options=opts))
+        response = select_turns(solution, turns)  # an agent loop's episode: its chosen turn(s)
+        samples.append(Sample(response=response, reference=truth, verifier=name, options=opts))
     specs, where = group_samples(samples)
     if not specs:
         return []
@@ -150,11 +154,14 @@ async def compute_score_async(
     options: JSONObject | None = None,
     error_score: float = 0.0,
     return_dict: bool = False,
+    turns: Turns = "last",
     **_: Any,
 ) -> float | dict[str, float]:
     """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
     sample, all at once): the concurrent calls of a step are sent as one grouped request."""
     name, opts = resolve_verifier(data_source, extra_info, verifier, options)
-    sample = Sample(response=solution_str, reference=ground_truth, verifier=name, options=opts)
+    sample = Sample(
+        response=select_turns(solution_str, turns), reference=ground_truth, verifier=name, options=opts
+    )
     verdict = await connections.batcher(*_service(url, api_key)).judge(sample)
     return _result(verdict, error_score, return_dict)
