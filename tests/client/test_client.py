@@ -16,6 +16,7 @@ from referee.models import GroupSpec, ScoreRequest
 from referee.service.app import create_app
 from referee.service.background import free_port
 from tests.conftest import make_settings
+from tests.timing import wait_until, within
 
 GROUP = GroupSpec(verifier="exact", reference="4", responses=["4", "5", "4"])
 
@@ -44,16 +45,15 @@ def uvicorn_subprocess() -> Iterator[str]:
     env = {**os.environ, "REFEREE_WORKERS": "1", "REFEREE_SANDBOX": "false", "REFEREE_PORT": str(port)}
     proc = subprocess.Popen([sys.executable, "-m", "referee", "serve"], env=env)
     url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{url}/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            raise TimeoutError("referee serve did not become ready")
+        wait_until(ready, 60, interval_s=0.2, what="referee serve to become ready")
         yield url
     finally:
         proc.terminate()
@@ -75,7 +75,7 @@ def test_unreachable_service_raises_after_retries() -> None:
     with Client(f"http://127.0.0.1:{free_port()}", retries=2, backoff_s=0.01) as client:
         with pytest.raises(RefereeUnavailable):
             client.score("exact", "a", "a")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < within(5)
 
 
 def _flaky_transport(statuses: list[int]) -> tuple[httpx.MockTransport, list[int]]:

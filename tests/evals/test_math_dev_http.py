@@ -13,6 +13,7 @@ import pytest
 from referee.service.background import BackgroundServer
 from tests.data import devset
 from tests.evals._data import by_key
+from tests.timing import within
 
 ZERO_FP_PREFIXES = ("numeric_tolerance_", "tiny_values", "no_final_answer", "adversarial_", "empty_boxed")
 
@@ -61,14 +62,15 @@ async def test_pathological_and_normal_requests_concurrently(server: BackgroundS
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
         results = await asyncio.gather(*(score(c, row) for row in pathological + normal))
-    budget = 2.0
+    budget = server.settings.verdict_timeout_s  # 2 s: the suite's server
     for row, verdict, _ in results:
         assert verdict["status"] == "ok", verdict
-        assert verdict["duration_ms"] <= budget * 1000 + 50, (row["id"], verdict["duration_ms"])
+        # At most the budget, give or take the kill's own latency.
+        assert verdict["duration_ms"] <= (budget + within(0.05)) * 1000, (row["id"], verdict["duration_ms"])
         assert (verdict["score"] == 1.0) == row["expected"], (row["id"], verdict)
     # Normal requests were not starved: each finished within a few budgets despite the queue.
     normal_latencies = [elapsed for row, _, elapsed in results if row["category"] == "gsm8k_integer"]
-    assert max(normal_latencies) < len(pathological) * budget / 2 + 5
+    assert max(normal_latencies) < within(len(pathological) * budget / 2 + 5)
 
 
 @pytest.mark.parametrize(
@@ -94,5 +96,5 @@ def test_injections_never_run_and_score_zero(
         timeout=60,
     ).json()
     assert verdict["status"] == "ok" and verdict["score"] == 0.0
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < server.settings.verdict_timeout_s + within(0.5)  # the budget, plus HTTP
     assert not marker.exists()

@@ -18,15 +18,20 @@ import pytest
 
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
+from tests.timing import within
 
 WEBHOOK_SECRET = "s3cret-s3cret-s3cret"
+# Per-attempt webhook timeout of the test services, and how long /slow takes to answer: far
+# beyond every attempt and retry, so a call that returns sooner did not wait for the answer.
+WEBHOOK_TIMEOUT_S = within(0.5)
+SLOW_S = within(5.0)
 
 
 def registered_settings(db_path: Path, **overrides: object) -> Any:
     base: dict[str, object] = {
         "db_path": db_path,
         "webhook_allowed_hosts": ["127.0.0.1"],
-        "webhook_timeout_s": 0.5,
+        "webhook_timeout_s": WEBHOOK_TIMEOUT_S,
         "webhook_retries": 1,
         "webhook_breaker_failures": 3,
         "webhook_breaker_reset_s": 0.5,
@@ -88,7 +93,7 @@ class Webhook:
                 if path == "/fail" or (path == "/switch" and owner.down):
                     return self.answer(500, {"error": "boom"})
                 if path == "/slow":
-                    time.sleep(1.5)
+                    time.sleep(SLOW_S)
                 if path == "/garbage":
                     return self.answer(200, {"verdict": "yes"})
                 if path == "/flaky" and owner.hits[path] % 2 == 1:

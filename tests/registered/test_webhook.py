@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.registered.conftest import WEBHOOK_SECRET, Webhook, register, score
+from referee.registered.webhook import WebhookRuntime, build_class
+from referee.service.app import create_app
+from referee.verifiers import Resources
+from tests.registered.conftest import (
+    SLOW_S,
+    WEBHOOK_SECRET,
+    Webhook,
+    register,
+    registered_settings,
+    score,
+)
+from tests.timing import FakeClock, wait_until_async
 
 REF = {"words": ["red", "green"]}
 
@@ -97,7 +111,8 @@ def test_failing_slow_and_garbage_webhooks_are_errors(http: httpx.Client, webhoo
         if path != "/garbage":  # retried once (REFEREE_WEBHOOK_RETRIES=1)
             assert webhook.hits[path] - before == 2
         if path == "/slow":
-            assert time.monotonic() - start < 1.5 * 2  # bounded by the 0.5 s per-attempt timeout
+            # Bounded by the per-attempt timeout: both attempts gave up before /slow answered once.
+            assert time.monotonic() - start < SLOW_S
 
 
 def test_retry_recovers_from_one_503(http: httpx.Client, webhook: Webhook) -> None:
@@ -113,43 +128,58 @@ def test_host_allowlist(http: httpx.Client) -> None:
         assert r.status_code == 422, url
 
 
-def test_circuit_breaker_opens_and_recovers(http: httpx.Client, webhook: Webhook) -> None:
+@contextlib.asynccontextmanager
+async def service_with_clock(db_path: Path, clock: FakeClock) -> AsyncIterator[httpx.AsyncClient]:
+    """The service in process (its own database), its webhook breakers timed by `clock`."""
+    app = create_app(registered_settings(db_path))
+    app.state.catalog.webhooks.clock = clock  # before any breaker is built
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://referee", timeout=60) as http:
+            yield http
+
+
+async def test_circuit_breaker_opens_and_recovers(webhook: Webhook, tmp_path: Path) -> None:
     # The breaker is per URL: every call to /fail fails, so consecutive failures open it.
+    clock = FakeClock()
     url = webhook.url("/fail")
-    before = webhook.hits["/fail"]
-    verdicts = []
-    for _ in range(6):
-        r = register(http, hook_type("hook.breaker2", url))
-        verdicts.append(r.json()["detail"]["failing"][0]["reason"])
-    assert any("circuit open" in v for v in verdicts)
-    # 3 consecutive failed calls (2 attempts each) opened it; later calls never reached the server.
-    assert webhook.hits["/fail"] - before <= 3 * 2 + 2
-    time.sleep(0.6)  # past REFEREE_WEBHOOK_BREAKER_RESET_S: one trial call goes through
-    before = webhook.hits["/fail"]
-    r = register(http, hook_type("hook.breaker2", url))
-    assert "HTTP 500" in r.json()["detail"]["failing"][0]["reason"] and webhook.hits["/fail"] > before
+    async with service_with_clock(tmp_path / "db.sqlite", clock) as http:
+        before = webhook.hits["/fail"]
+        verdicts = []
+        for _ in range(6):
+            r = await http.post("/v1/verifiers", json=hook_type("hook.breaker2", url))
+            verdicts.append(r.json()["detail"]["failing"][0]["reason"])
+        # 3 consecutive failed calls (2 attempts each) opened it; later calls never reached the server.
+        assert ["HTTP 500" in v for v in verdicts[:3]] == [True] * 3, verdicts
+        assert ["circuit open" in v for v in verdicts[3:]] == [True] * 3, verdicts
+        assert webhook.hits["/fail"] - before == 3 * 2
+        clock.advance(0.6)  # past REFEREE_WEBHOOK_BREAKER_RESET_S: one trial call goes through
+        before = webhook.hits["/fail"]
+        r = await http.post("/v1/verifiers", json=hook_type("hook.breaker2", url))
+        assert "HTTP 500" in r.json()["detail"]["failing"][0]["reason"] and webhook.hits["/fail"] > before
 
 
-async def test_cancelled_trial_call_does_not_wedge_the_breaker(webhook: Webhook, tmp_path: Any) -> None:
-    import asyncio
-
-    from referee.registered.webhook import WebhookRuntime, build_class
-    from tests.registered.conftest import registered_settings
-
+async def test_cancelled_trial_call_does_not_wedge_the_breaker(webhook: Webhook, tmp_path: Path) -> None:
+    clock = FakeClock()
     settings = registered_settings(tmp_path / "db.sqlite", webhook_timeout_s=5.0)
-    runtime = WebhookRuntime(settings)
+    runtime = WebhookRuntime(settings, clock=clock)
     url = webhook.url("/slow")
     cls = build_class("hook.cancel", "1", {"url": url}, WEBHOOK_SECRET, None, runtime)
     verifier = cls()
+    options = cls.validate_options({})
+    prepared = verifier.prepare(cls.validate_reference(REF), options)
     breaker = runtime.breaker(url)
-    breaker.opened_at = time.monotonic() - 10  # open, cool-down over: the next call is the trial
-    call = asyncio.create_task(verifier._call_webhook("red", REF, {}))
-    await asyncio.sleep(0.2)
-    assert breaker.trial
+    for _ in range(settings.webhook_breaker_failures):
+        breaker.failure()
+    assert not breaker.allow()  # open
+    clock.advance(settings.webhook_breaker_reset_s)  # cool-down over: the next call is the trial
+    call = asyncio.create_task(verifier.check_group(["red"], prepared, options, Resources()))
+    await wait_until_async(lambda: breaker.trial, 10, what="the trial call to start")
     call.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await call
     assert not breaker.trial  # the trial's outcome was recorded (as a failure): the breaker reopened
-    breaker.opened_at = time.monotonic() - 10
+    assert not breaker.allow()
+    clock.advance(settings.webhook_breaker_reset_s)
     assert breaker.allow()  # after the next cool-down a new trial goes through
     await runtime.aclose()

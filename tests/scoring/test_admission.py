@@ -4,6 +4,7 @@ throughput measured from completed work (and only from completed work)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -13,8 +14,9 @@ from referee.models import AdvantageConfig, GroupSpec
 from referee.scoring import Admission, LaneOverloaded, Scorer
 from referee.scoring import worker as worker_module
 from referee.settings import Settings
-from referee.verifiers import AsyncVerifier, Check, Resources, load_installed
+from referee.verifiers import AsyncVerifier, Check, InstalledVerifiers, Resources, load_installed
 from tests.scoring.test_engine import FakePool
+from tests.timing import wait_until_async
 
 
 class Clock:
@@ -113,20 +115,26 @@ class Held(AsyncVerifier):
         return [Check(1.0) for _ in responses]
 
 
-async def test_the_engine_refuses_before_any_work_and_releases_when_done(
-    clock: Clock, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def installed() -> Iterator[InstalledVerifiers]:
     installed = load_installed(plugins=False)
     installed.register(Held, kind="extra")
-    monkeypatch.setattr(worker_module, "_installed", installed)
+    previous = worker_module.use_installed(installed)  # what a worker would have loaded
+    yield installed
+    worker_module.use_installed(previous)
+
+
+async def test_the_engine_refuses_before_any_work_and_releases_when_done(
+    clock: Clock, installed: InstalledVerifiers
+) -> None:
     Held.gate = asyncio.Event()
     admission = Admission(max_queue_wait_s=1.0, prior_rates=PRIORS, clock=clock)
     pool = FakePool()
     scorer = Scorer(Settings(workers=1, sandbox=False), installed, pool, admission=admission)  # type: ignore[arg-type]
     held = GroupSpec(verifier="test.held", reference=None, responses=["1"] * 16)
     first = asyncio.create_task(scorer.score_groups([held, held], AdvantageConfig()))
-    await asyncio.sleep(0)
-    assert admission.lanes["sandbox"].in_flight == 32  # 3.2 s ahead at 10 programs/s
+    # 3.2 s ahead at 10 programs/s
+    await wait_until_async(lambda: admission.lanes["sandbox"].in_flight == 32, 5, what="32 admitted")
     with pytest.raises(LaneOverloaded):
         await scorer.score_groups([held], AdvantageConfig())
     # Math is another lane: served while the sandbox lane is full.

@@ -8,7 +8,7 @@ real pool would report it: killed at the time limit, or a crashed worker.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -86,15 +86,15 @@ def pool() -> FakePool:
 
 
 @pytest.fixture
-def scorer(pool: FakePool, monkeypatch: pytest.MonkeyPatch) -> Scorer:
+def scorer(pool: FakePool) -> Iterator[Scorer]:
     installed = load_installed(plugins=False)
     installed.register(OutOfRange, kind="extra")
     installed.register(Echo, kind="extra")
     # What a worker process would have loaded with these extras configured.
-    monkeypatch.setattr(worker_module, "_installed", installed)
-    worker_module._prepared.cache_clear()
+    previous = worker_module.use_installed(installed)
     settings = Settings(workers=1, sandbox=False, max_groups=4, max_group_size=8, max_response_chars=100)
-    return Scorer(settings, installed, pool)  # type: ignore[arg-type]
+    yield Scorer(settings, installed, pool)  # type: ignore[arg-type]
+    worker_module.use_installed(previous)
 
 
 def group(responses: list[str], reference: Any = "4", verifier: Any = "exact") -> GroupSpec:

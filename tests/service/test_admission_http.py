@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        time.sleep(0.01)
+from tests.timing import wait_until
 
 
 def test_a_request_that_would_queue_too_long_is_503_with_retry_after() -> None:

@@ -12,6 +12,7 @@ from referee.verifiers.short_answer import (
     RegexVerifier,
     parse_number,
 )
+from tests.timing import within
 
 exact, regex, numeric, choice = ExactVerifier(), RegexVerifier(), NumericVerifier(), MultipleChoiceVerifier()
 
@@ -57,7 +58,7 @@ def test_regex_is_linear_on_catastrophic_patterns() -> None:
     start = time.perf_counter()
     check = regex.score("a" * 50_000 + "!", r"(a+)+$")
     assert check.score == 0.0
-    assert time.perf_counter() - start < 1.0  # backtracking engines take ages here
+    assert time.perf_counter() - start < within(1.0)  # backtracking engines take ages here
 
 
 @pytest.mark.parametrize("pattern", ["(unclosed", r"(a)\1", "x" * 3000])

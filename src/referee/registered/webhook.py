@@ -22,7 +22,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -103,11 +103,15 @@ def _attempts_budget(spec: WebhookSpec, settings: Any) -> float:
 
 class CircuitBreaker:
     """closed -> (N consecutive failures) -> open -> (cool-down) -> half-open: one trial call;
-    its success closes the circuit, its failure opens it again."""
+    its success closes the circuit, its failure opens it again.
 
-    def __init__(self, failures: int, reset_s: float) -> None:
+    `clock` (monotonic seconds) times the cool-down; tests pass a fake one and advance it
+    instead of sleeping the cool-down out."""
+
+    def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.threshold = failures
         self.reset_s = reset_s
+        self.clock = clock
         self.failures = 0
         self.opened_at: float | None = None
         self.trial = False
@@ -115,7 +119,7 @@ class CircuitBreaker:
     def allow(self) -> bool:
         if self.opened_at is None:
             return True
-        if self.trial or time.monotonic() - self.opened_at < self.reset_s:
+        if self.trial or self.clock() - self.opened_at < self.reset_s:
             return False
         self.trial = True
         return True
@@ -126,17 +130,21 @@ class CircuitBreaker:
     def failure(self) -> None:
         self.failures += 1
         if self.trial or self.failures >= self.threshold:
-            self.opened_at, self.trial = time.monotonic(), False
+            self.opened_at, self.trial = self.clock(), False
 
     def retry_in(self) -> float:
-        return 0.0 if self.opened_at is None else max(0.0, self.reset_s - (time.monotonic() - self.opened_at))
+        return 0.0 if self.opened_at is None else max(0.0, self.reset_s - (self.clock() - self.opened_at))
 
 
 class WebhookRuntime:
-    """Service-lifetime state shared by every webhook type: one HTTP client, breakers."""
+    """Service-lifetime state shared by every webhook type: one HTTP client, breakers.
 
-    def __init__(self, settings: Settings) -> None:
+    `clock` is the breakers' time source (monotonic seconds), handed to each breaker when it
+    is built: set it, as an argument or attribute, before the first call to a URL."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
+        self.clock = clock
         # trust_env=False: proxy variables must not reroute calls away from the allowlisted host.
         self.client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -145,7 +153,9 @@ class WebhookRuntime:
     def breaker(self, url: str) -> CircuitBreaker:
         if url not in self._breakers:
             s = self.settings
-            self._breakers[url] = CircuitBreaker(s.webhook_breaker_failures, s.webhook_breaker_reset_s)
+            self._breakers[url] = CircuitBreaker(
+                s.webhook_breaker_failures, s.webhook_breaker_reset_s, clock=self.clock
+            )
         return self._breakers[url]
 
     def limit(self, key: str) -> asyncio.Semaphore:

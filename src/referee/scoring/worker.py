@@ -62,6 +62,19 @@ def _prepared(ref: WorkerRef, reference_json: str, options_json: str) -> tuple[V
     return verifier, verifier.prepare(reference, options), options
 
 
+def use_installed(installed: InstalledVerifiers | None) -> InstalledVerifiers | None:
+    """Resolve names in this process against `installed` (None: load the default index on next
+    use), forget every reference prepared against the previous index, and return that index.
+
+    What the pool initializer does inside a worker, for code that calls `run_check` in process
+    (the engine's tests against a fake pool, benchmarks) so that it need not patch this
+    module's private state; restore with `use_installed(previous)`."""
+    global _installed
+    previous, _installed = _installed, installed
+    _prepared.cache_clear()
+    return previous
+
+
 # A task result travels back as a plain tuple: (kind, score, reason, details, elapsed_ms).
 # kind is "ok" (a Check), "memory" (the check ran out of memory: score 0) or "error" (the
 # verifier raised: no verdict).

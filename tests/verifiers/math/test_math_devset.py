@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 
 from referee.verifiers.math import MathVerifier
 from tests.data import devset
+from tests.timing import within
 
 ZERO_FP_PREFIXES = ("numeric_tolerance_", "tiny_values", "no_final_answer", "adversarial_", "empty_boxed")
 
@@ -52,7 +53,7 @@ def test_math_dev_set_accuracy_and_no_false_positives() -> None:
     assert not false_positives, f"false positives in zero-FP categories: {false_positives}"
     assert accuracy >= 0.98
     # Budget: the service kills at 2 s; the verifier itself stays far below on every row.
-    assert durations[-1] < 1.0
+    assert durations[-1] < within(1.0)
 
 
 def test_math_groups_parse_the_gold_once() -> None:

@@ -13,6 +13,7 @@ from referee.verifiers.math._numeric import Expr, exact_value, exprs_equal
 from referee.verifiers.math._parser import ParseError, parse_tokens
 from referee.verifiers.math._text import clean, normalize_text
 from referee.verifiers.math._values import Intervals, Scalar, Seq, SetV, to_value
+from tests.timing import within
 
 
 def parse(text: str) -> tuple:
@@ -124,7 +125,7 @@ def test_numeric_equality_is_precise() -> None:
     assert eq("(10^{10^{10}})! - (10^{10^{10}})!", "0") == "numeric"  # opaque X - X = 0
     assert eq("(10^{10^{10}})!", "(10^{10^{10}})! + 1") is None
     assert eq("10^{10^{10}}", "10^{10^{9}}") is None
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < within(0.5)
 
 
 def test_extraction() -> None:

@@ -14,6 +14,7 @@ from referee.verifiers.math import MathVerifier
 from referee.verifiers.math._lexer import tokenize
 from referee.verifiers.math._numeric import Expr, same_value
 from referee.verifiers.math._parser import parse_tokens
+from tests.timing import within
 
 verifier = MathVerifier()
 
@@ -126,7 +127,7 @@ def test_repeated_identical_boxes_are_fast() -> None:
     response = "\\boxed{1}" * 100_000  # 900 KB
     start = time.perf_counter()
     got = verifier.score(response, "1").score
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < within(0.5)
     assert got == 1.0
 
 
@@ -134,7 +135,7 @@ def test_a_spray_of_different_boxes_is_a_fast_hedge() -> None:
     response = "".join(f"\\boxed{{{k}}}" for k in range(70_000))
     start = time.perf_counter()
     got = verifier.check(response, verifier.prepare("1", verifier.options_model()), verifier.options_model())
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < within(0.5)
     assert got.score == 0.0 and "hedging" in (got.reason or "")
 
 
