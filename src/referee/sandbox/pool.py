@@ -152,6 +152,25 @@ class SandboxPool:
         self._healthy, self._reason = False, "closed"
         self._executor.shutdown(wait=False)
 
+    async def abandon(self) -> None:
+        """Stop looking after the containers and drop the Docker connection, leaving every
+        container where it is: what a crashed service leaves behind (the next `start()` of
+        this instance removes them). For tests of that recovery, and nothing else."""
+        self._closed = True
+        if self._maintainer is not None:
+            self._maintainer.cancel()
+            with contextlib.suppress(BaseException):
+                await self._maintainer
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self._healthy, self._reason = False, "abandoned"
+
+    @property
+    def queued(self) -> int:
+        """Submissions waiting for a run slot (all `max_parallel` slots are busy)."""
+        return self._queued
+
     def _sweep_blocking(self) -> None:
         for c in self._client.api.containers(
             all=True, filters={"label": f"{LABEL}={self.settings.instance}"}
