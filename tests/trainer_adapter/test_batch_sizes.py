@@ -5,7 +5,6 @@ and the rewards come back in order. Each request the service saw stayed within i
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,20 +60,22 @@ def recording() -> Iterator[Recording]:
 def test_verl_batch_of_1024_prompts_x_5(
     referee_url: str, recording: Recording, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = Client(referee_url, transport=recording)
-    monkeypatch.setitem(connections._sync_clients, (os.getpid(), referee_url, None), client)
+    previous = connections.use_client(referee_url, None, Client(referee_url, transport=recording))
     _, completions, answers = batch(PROMPTS, G)
-    scores = verl.compute_score_batch(
-        ["openai/gsm8k"] * len(completions), completions, answers, None, url=referee_url, verifier="exact"
-    )
+    try:
+        scores = verl.compute_score_batch(
+            ["openai/gsm8k"] * len(completions), completions, answers, None, url=referee_url, verifier="exact"
+        )
+    finally:
+        connections.use_client(referee_url, None, previous)
     assert scores == expected(PROMPTS, G)
     # verl groups by reference: 1024 groups of 5, sent as chunks of at most 256 groups.
     assert sum(recording.sizes) == PROMPTS and max(recording.sizes) <= 256 and len(recording.sizes) >= 4
 
 
 def test_trl_batch_of_300_prompts_x_4(referee_url: str, recording: Recording) -> None:
-    reward = RefereeReward(referee_url, verifier="exact", reference_column="answer")
-    reward._client = Client(referee_url, transport=recording)
+    client = Client(referee_url, transport=recording)
+    reward = RefereeReward(referee_url, verifier="exact", reference_column="answer", client=client)
     prompts, completions, answers = batch(300, 4)
     assert reward(prompts=prompts, completions=completions, answer=answers) == expected(300, 4)
     assert sum(recording.sizes) == 300 and max(recording.sizes) <= 256 and len(recording.sizes) == 2

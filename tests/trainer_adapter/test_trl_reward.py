@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from referee.client import Client
 from referee.models import AdvantageConfig, GroupSpec, GroupsResponse
 from referee.trainer_adapter.trl import AsyncRefereeReward, RefereeReward, completion_text
 
@@ -39,9 +40,8 @@ def test_completion_text_of_plain_and_conversational_completions() -> None:
 
 
 def test_sync_reward_groups_completions_and_makes_one_request(referee_url: str) -> None:
-    reward = RefereeReward(referee_url, verifier="exact", reference_column="answer")
-    client = _CountingClient(reward._get_client())
-    reward._client = client
+    client = _CountingClient(Client(referee_url))
+    reward = RefereeReward(referee_url, verifier="exact", reference_column="answer", client=client)
     metrics: dict[str, float] = {}
     prompts = ["1+1=", "1+1=", "2+2=", "2+2=", "1+1="]
     out = reward(
@@ -96,8 +96,7 @@ def test_no_verdict_becomes_none(fake_scorer) -> None:  # type: ignore[no-untype
         ) -> GroupsResponse:
             return asyncio.run(fake_scorer.score_groups(groups, advantage))
 
-    reward = RefereeReward("http://unused", reference_column="answer")
-    reward._client = SyncFake()
+    reward = RefereeReward("http://unused", reference_column="answer", client=SyncFake())
     assert reward(prompts=["p", "p"], completions=["1", "boom"], answer=["1", "1"]) == [1.0, None]
 
 

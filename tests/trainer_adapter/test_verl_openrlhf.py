@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from referee.trainer_adapter import verl
+from referee.client import Client
+from referee.trainer_adapter import connections, verl
 
 
 def test_verl_compute_score_per_sample(referee_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,23 +33,26 @@ def test_verl_data_source_mapping() -> None:
     assert verl.resolve_verifier("logic.n_queens", None, None, None) == ("logic.n_queens", {})
 
 
-def test_verl_batched_form_makes_one_request(referee_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = verl._client(referee_url, None)
+def test_verl_batched_form_makes_one_request(referee_url: str) -> None:
+    real = Client(referee_url)
     calls: list[int] = []
-    real = client.score_groups
 
-    def counting(groups, advantage=None, on_invalid="reject"):  # type: ignore[no-untyped-def]
-        calls.append(len(groups))
-        return real(groups, advantage, on_invalid)
+    class Counting:
+        def score_groups(self, groups, advantage=None, on_invalid="reject"):  # type: ignore[no-untyped-def]
+            calls.append(len(groups))
+            return real.score_groups(groups, advantage, on_invalid)
 
-    monkeypatch.setattr(client, "score_groups", counting)
-    scores = verl.compute_score_batch(
-        data_sources=["exact", "exact", "exact", "numeric"],
-        solution_strs=["a", "b", "a", "2.0"],
-        ground_truths=["a", "a", "a", 2],
-        extra_infos=[None, None, None, None],
-        url=referee_url,
-    )
+    previous = connections.use_client(referee_url, None, Counting())
+    try:
+        scores = verl.compute_score_batch(
+            data_sources=["exact", "exact", "exact", "numeric"],
+            solution_strs=["a", "b", "a", "2.0"],
+            ground_truths=["a", "a", "a", 2],
+            extra_infos=[None, None, None, None],
+            url=referee_url,
+        )
+    finally:
+        connections.use_client(referee_url, None, previous)
     assert scores == [1.0, 0.0, 1.0, 1.0]
     assert calls == [2]  # one request; the three "a" answers share a group
 
@@ -62,8 +66,11 @@ def test_verl_error_verdict_scores_error_score(monkeypatch: pytest.MonkeyPatch, 
         def score_groups(self, groups, advantage=None, on_invalid="reject"):  # type: ignore[no-untyped-def]
             return asyncio.run(fake_scorer.score_groups(groups, advantage))
 
-    monkeypatch.setattr(verl, "_client", lambda url, key: SyncFake())
-    out = verl.compute_score_batch(
-        ["exact"] * 2, ["1", "boom"], ["1", "1"], error_score=-1.0, return_dict=True
-    )
+    previous = connections.use_client("http://fake", None, SyncFake())
+    try:
+        out = verl.compute_score_batch(
+            ["exact"] * 2, ["1", "boom"], ["1", "1"], url="http://fake", error_score=-1.0, return_dict=True
+        )
+    finally:
+        connections.use_client("http://fake", None, previous)
     assert out == [{"score": 1.0, "referee_error": 0.0}, {"score": -1.0, "referee_error": 1.0}]

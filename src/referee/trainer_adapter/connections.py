@@ -53,6 +53,18 @@ def sync_client(url: str, api_key: str | None) -> Any:
     return client
 
 
+def use_client(url: str, api_key: str | None, client: Any) -> Any:
+    """Make `client` (a `referee.client.Client`, or None to forget it) this process's connection
+    to `url`: a custom transport, proxy or TLS setup for functions a trainer calls by name
+    (verl's). Returns the client it replaces."""
+    key = (os.getpid(), url, api_key)
+    with _process_lock():
+        previous = _sync_clients.pop(key, None)
+        if client is not None:
+            _sync_clients[key] = client
+    return previous
+
+
 def batcher(url: str, api_key: str | None) -> SampleBatcher:
     """The batcher of this process, running event loop and service."""
     key = (os.getpid(), id(asyncio.get_running_loop()), url, api_key)

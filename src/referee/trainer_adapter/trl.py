@@ -152,9 +152,11 @@ class RefereeReward(_RefereeRewardBase):
     >>> GRPOTrainer(model=..., reward_funcs=[reward], ...)  # doctest: +SKIP
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, client: Any = None, **kwargs: Any) -> None:
+        """`client`: a ready `referee.client.Client` to use (a custom transport, say) instead of
+        the one built from `url` on first use."""
         super().__init__(*args, **kwargs)
-        self._client: Any = None
+        self._client: Any = client
 
     def _get_client(self) -> Any:
         if self._client is None:
