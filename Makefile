@@ -40,8 +40,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Wall-clock bounds in the tests scale with REFEREE_TEST_TIME_FACTOR (tests/timing.py): 2 by
+# default here, for shared 2-core CI machines; REFEREE_TEST_TIME_FACTOR=1 checks the stated limits.
 pytest: $(STAMP) sandbox-image
-	$(BIN)/pytest -q
+	REFEREE_TEST_TIME_FACTOR=$${REFEREE_TEST_TIME_FACTOR:-2} $(BIN)/pytest -q
 
 # The documentation site (mkdocs.yml, docs/): strict, so a broken link or a docstring the API
 # reference cannot render fails the build. The banner Material prints about MkDocs 2.0 is noise here.

@@ -48,6 +48,9 @@ def test_code_dev_set_verdicts_and_fractions(code_server: BackgroundServer) -> N
         {
             "verifier": "code",
             "reference": {"language": r["language"], "test_format": r["test_format"], "tests": r["tests"]},
+            # The labels are pass fractions (the dev policy scores passed/total); the default
+            # reward is all-tests-pass.
+            "options": {"reward": "fraction"},
             "responses": [r["candidate"]],
         }
         for r in rows

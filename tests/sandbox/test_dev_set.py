@@ -30,7 +30,9 @@ def test_policy_limits_are_the_defaults() -> None:
 
 async def test_every_dev_row_reproduces_its_label(sandbox_pool, escape_check) -> None:  # type: ignore[no-untyped-def]
     verifier = CodeVerifier()
-    options = CodeOptions()
+    # The dev set labels pass fractions (its policy scores passed/total): asked for explicitly,
+    # since the default reward is all-tests-pass.
+    options = CodeOptions(reward="fraction")
 
     async def judge(row: dict) -> Check:  # type: ignore[type-arg]
         reference = verifier.validate_reference(

@@ -117,8 +117,8 @@ async def test_binary_reward_and_details(sandbox_pool: SandboxPool) -> None:
         "tests": [{"input": "1\n", "output": "1\n"}, {"input": "2\n", "output": "4\n"}],
     }
     program = "n = int(input())\nprint(n)\n"
-    fraction = await _check(sandbox_pool, program, ref)
-    binary = await _check(sandbox_pool, program, ref, reward="binary")
+    fraction = await _check(sandbox_pool, program, ref, reward="fraction")
+    binary = await _check(sandbox_pool, program, ref)  # the default: all tests pass, or 0
     assert (fraction.score, binary.score) == (0.5, 0.0)
     d = fraction.details
     assert (d["verdict"], d["passed"], d["total"]) == ("wrong_answer", 1, 2)

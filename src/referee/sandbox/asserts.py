@@ -14,6 +14,17 @@ Each assert line is split at plan time (when the reference is validated):
 
 An assert that cannot be split this way is rejected when the reference is validated (422).
 No eval/exec/compile on the host: the evaluator walks the already-parsed AST.
+
+Builtin-named entry points: when the test lines call no function of the program except names
+that are also builtins or standard modules (MBPP's `assert sum(10, 15) == 25`), those calls
+are the program's, as they are in Python: they run in the sandbox, and each such test checks
+there that the program defines at least one of those names (`guard`), so a program that
+defines nothing gets no reward from Python's own `sum`. When the tests also call other
+functions of the program, a builtin name stays the host's builtin (a program that redefines
+`sorted` cannot change `assert sorted(f(x)) == [1, 2]`).
+
+An assert that involves no program expression at all (`assert True`, `assert len([1]) == 1`)
+is `trivial`: it is no test of the program (see `trivial_failure`).
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from referee.sandbox.hosteval import (
 from referee.sandbox.protocol import Judgement
 from referee.sandbox.tagged import OpaqueValue, decode_tagged
 
-__all__ = ["AssertTest", "UnsupportedAssert", "judge_assert", "plan_asserts"]
+__all__ = ["AssertTest", "UnsupportedAssert", "judge_assert", "plan_asserts", "trivial_failure"]
 
 
 # A standard-library module name is never the candidate's: `collections.Counter(f(x))` would
@@ -57,9 +68,19 @@ def _slot(index: int) -> str:
 class AssertTest:
     source: str
     setup: str  # statements before this assert that the sandbox needs (imports, candidate values)
-    exprs: tuple[str, ...]  # the candidate expressions, evaluated in the sandbox in order
+    # The candidate expressions, evaluated in the sandbox in order (then the guard's, if any).
+    exprs: tuple[str, ...]
     plan: ast.expr  # the assert's test with candidate expressions replaced by slot names
     env: dict[str, Any]  # host constants bound by earlier test lines
+    line: int = 0  # its line in the test text
+    # Builtin-named entry points: the program must define at least one of them (checked by
+    # the last expression in the sandbox) for this test to pass.
+    guard: tuple[str, ...] = ()
+
+    @property
+    def trivial(self) -> bool:
+        """Nothing of the program takes part: the assert is true or false whatever it does."""
+        return not self.exprs
 
 
 @dataclass
@@ -71,6 +92,7 @@ class _Scope:
     host_consts: dict[str, Any]
     foreign: set[str]  # bound by imports of other modules: neither host nor candidate
     candidate_bound: set[str]  # bound by test lines to candidate-derived values
+    entry: frozenset[str] = frozenset()  # builtin-named functions that are the program's
 
 
 class _Planner:
@@ -85,7 +107,7 @@ class _Planner:
 
     def _is_candidate_name(self, name: str) -> bool:
         s = self.scope
-        if name in s.candidate_bound:
+        if name in s.candidate_bound or name in s.entry:
             return True
         taken = s.math_aliases | s.host_funcs.keys() | s.host_consts.keys() | s.foreign
         return name not in taken and name not in _RESERVED_NAMES
@@ -229,12 +251,49 @@ def _free_names(sources: list[str]) -> set[str]:
     return found
 
 
+def _test_bound_names(module: ast.Module) -> set[str]:
+    bound = {"math"}
+    for stmt in module.body:
+        if isinstance(stmt, ast.Assign):
+            bound |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in stmt.names}
+        elif isinstance(stmt, ast.ImportFrom):
+            bound |= {a.asname or a.name for a in stmt.names}
+    return bound
+
+
+def _entry_points(module: ast.Module) -> frozenset[str]:
+    """The builtin-named functions that the tests call as the program's: every name they call
+    (not bound by a test line) when no name they use is the program's by the usual rule."""
+    bound = _test_bound_names(module)
+    exprs = [
+        stmt.test if isinstance(stmt, ast.Assert) else stmt.value
+        for stmt in module.body
+        if isinstance(stmt, ast.Assert | ast.Assign)
+    ]
+    nodes = [node for expr in exprs for node in ast.walk(expr)]
+    names = {n.id for n in nodes if isinstance(n, ast.Name)} - bound
+    if any(name not in _RESERVED_NAMES for name in names):
+        return frozenset()  # the tests call the program's own functions: builtins are builtins
+    called = {n.func.id for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return frozenset(called - bound)
+
+
+def _guard_expr(names: tuple[str, ...]) -> str:
+    # Evaluated in the program's namespace after its own expressions: which of the names it
+    # defines itself (a name it does not define would be Python's builtin there).
+    return f"[name for name in {names!r} if name in globals()]"
+
+
 def plan_asserts(tests: str) -> list[AssertTest]:
     """One AssertTest per assert statement. Raises SyntaxError or UnsupportedAssert."""
     module = ast.parse(tests)
+    entry = _entry_points(module)
+    guard = tuple(sorted(entry))
     # `math` is the host's own module even when only the candidate imports it (a test line
     # that uses it without an import works in Python when the program imported it).
-    scope = _Scope({"math"}, dict(HOST_FUNCS), {}, set(), set())
+    scope = _Scope({"math"}, dict(HOST_FUNCS), {}, set(), set(), entry)
     planned: list[AssertTest] = []
     # (statement source, names it binds, goes to the sandbox only when one of them is used there)
     setup: list[tuple[str, set[str], bool]] = []
@@ -245,8 +304,20 @@ def plan_asserts(tests: str) -> list[AssertTest]:
             plan = planner.plan(stmt.test)
             needed = _free_names(planner.exprs + [src for src, _, lazy in setup if not lazy])
             lines = [src for src, names, lazy in setup if not lazy or names & needed]
+            exprs = tuple(planner.exprs)
+            own_guard: tuple[str, ...] = ()
+            if exprs and guard:
+                exprs, own_guard = (*exprs, _guard_expr(guard)), guard
             planned.append(
-                AssertTest(source, "\n".join(lines), tuple(planner.exprs), plan, dict(scope.host_consts))
+                AssertTest(
+                    source,
+                    "\n".join(lines),
+                    exprs,
+                    plan,
+                    dict(scope.host_consts),
+                    line=stmt.lineno,
+                    guard=own_guard,
+                )
             )
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             _plan_import(stmt, scope)
@@ -311,6 +382,15 @@ def judge_assert(test: AssertTest, payload: Any) -> Judgement:
     raw = payload.get("values")
     if not isinstance(raw, list) or len(raw) != len(test.exprs):
         return "wrong_answer", "the test produced no result"
+    if test.guard:
+        try:
+            defined = _decode_value(raw[-1])
+        except Exception:
+            return "wrong_answer", "the test's result is malformed"
+        if not (isinstance(defined, list) and defined):
+            names = " or ".join(test.guard)
+            return "wrong_answer", f"the program does not define {names}, which the tests call as its own"
+        raw = raw[:-1]
     try:
         env = dict(test.env)
         env.update({_slot(i): _decode_value(v) for i, v in enumerate(raw)})
@@ -329,3 +409,28 @@ def judge_assert(test: AssertTest, payload: Any) -> Judgement:
     except Exception as exc:  # what Python itself would raise evaluating the check (None < 3)
         return "runtime_error", f"{type(exc).__name__}: {exc}"[:200]
     return ("accepted", None) if passed else ("wrong_answer", f"assertion failed: {test.source[:200]}")
+
+
+def trivial_failure(test: AssertTest) -> str | None:
+    """For a trivial assert (no program expression): why it fails whatever the program does,
+    or None when it holds. Evaluated by the host's whitelist evaluator, bounded as always."""
+    try:
+        passed = Evaluator(dict(test.env)).truth(Evaluator(dict(test.env)).evaluate(test.plan))
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"[:200]
+    else:
+        if passed:
+            return None
+        why = "it is false"
+    called = sorted(
+        n.func.id
+        for n in ast.walk(test.plan)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _RESERVED_NAMES
+    )
+    hint = (
+        f" ({', '.join(dict.fromkeys(called))} is Python's own here: a function of the program named like a builtin "
+        "is called only when the tests call no other function of the program)"
+        if called
+        else ""
+    )
+    return f"{why}{hint}"

@@ -12,7 +12,8 @@ result pipe on fd 4. It loads the candidate (module name `solution`, so an
   of `assert abs(f(x) - 3) < 1e-6`), evaluated here in order, and the rest of the check, which
   it evaluates itself on the values returned. Values come back type-tagged (tuple vs list,
   sets, int vs float) without trusting any method of a candidate-defined class (those come
-  back as opaque); generators/iterators are materialised. An exception raised by one
+  back as opaque; an opaque value of a built-in type such as re.Match carries its truth
+  value); generators/iterators are materialised. An exception raised by one
   expression is reported for that expression: the judge decides whether the check needed it
   (`f(1) == 1 and f(2) == 2` skips f(2) when f(1) != 1, as Python would).
 
@@ -47,6 +48,16 @@ ITERATOR_TYPES = frozenset(
         type({}.values()),
         type({}.items()),
     }
+)
+
+
+# Py_TPFLAGS_IMMUTABLETYPE: set on types defined in C (int, re.Match, ...), never on a class
+# a program defines, and their methods cannot be replaced.
+IMMUTABLE_TYPE = 1 << 8
+# C types with a length or value of their own whose truth value is computed natively, without
+# calling any Python code (unlike weakref proxies or mappingproxy, which ask what they wrap).
+NATIVE_TRUTH = frozenset(
+    {("collections", "deque"), ("array", "array"), ("decimal", "Decimal"), ("datetime", "timedelta")}
 )
 
 
@@ -117,7 +128,27 @@ def tagged(value, depth=0):
             }
     except (TypeError, ValueError):
         pass
-    return {"t": "object", "type": getattr(kind, "__qualname__", "?")}
+    opaque = {"t": "object", "type": getattr(kind, "__qualname__", "?")}
+    truth = opaque_truth(kind, value)
+    if truth is not None:
+        opaque["truth"] = truth
+    return opaque
+
+
+def opaque_truth(kind, value):
+    """The truth value of a value that is not plain data, when no code of the program can take
+    part: its exact type is defined in C (re.Match, re.Pattern, a function, a class) and has
+    no __bool__/__len__ (always true, nothing is called) or is one of NATIVE_TRUTH. None for
+    an instance of the program's own classes (their __bool__ is never called)."""
+    try:
+        if not type.__dict__["__flags__"].__get__(kind) & IMMUTABLE_TYPE:
+            return None
+        if not any("__bool__" in vars(k) or "__len__" in vars(k) for k in kind.__mro__):
+            return True
+        where = (type.__dict__["__module__"].__get__(kind), type.__dict__["__qualname__"].__get__(kind))
+        return bool(value) if where in NATIVE_TRUTH else None
+    except Exception:
+        return None
 
 
 def raised(exc):

@@ -9,7 +9,8 @@ Rules (the judging policy, first line of code_dev.jsonl):
   numerically (tolerance only when the expected is a float), bools are not numbers, dict key
   order is ignored, lists compare element-wise.
 - assert: see referee.sandbox.asserts (only the candidate's own calls run in the sandbox; the
-  rest of each assert is evaluated here by a whitelist interpreter over plain values).
+  rest of each assert is evaluated here by a whitelist interpreter over plain values; an
+  assert that involves no program expression is no test).
 
 Everything here runs on candidate-controlled data: it is linear-time (the number pattern is
 unambiguous, numeric tokens are capped at MAX_NUMBER_CHARS) and never raises on a forged payload.
@@ -22,7 +23,7 @@ import math
 import re
 from typing import Any
 
-from referee.sandbox.asserts import AssertTest, UnsupportedAssert, judge_assert, plan_asserts
+from referee.sandbox.asserts import AssertTest, UnsupportedAssert, judge_assert, plan_asserts, trivial_failure
 from referee.sandbox.tagged import Opaque, OpaqueValue, decode_tagged
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "judge_assert",
     "parse_payload",
     "plan_asserts",
+    "stdio_bytes",
+    "trivial_failure",
     "values_equal",
 ]
 
@@ -76,6 +79,12 @@ def _line_matches(got: str, exp: str, tol: float) -> bool:
         if not _close(float(g), float(e), tol):
             return False
     return True
+
+
+def stdio_bytes(expected: str) -> int:
+    """What a program must print to match `expected`: its bytes without the trailing whitespace
+    of each line and the trailing empty lines that the comparison ignores."""
+    return len("\n".join(_lines(expected)).encode("utf-8", "surrogatepass"))
 
 
 def compare_stdio(got: bytes, expected: str, tol: float = 1e-6) -> tuple[bool, str | None]:

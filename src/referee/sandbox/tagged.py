@@ -1,7 +1,8 @@
 """Decoding the harness's type-tagged values (candidate-controlled data) into plain Python.
 
 The harness encodes each value with `type()` and the built-in types' own methods, so a class
-that fakes __class__ or __eq__ comes back as `Opaque`. Everything here must survive a forged
+that fakes __class__ or __eq__ comes back as `Opaque` (with the truth value of a built-in
+type's instance, `re.Match` say, which no program can redefine). Everything here must survive a forged
 payload: any exception means "malformed", and sets/dicts are checked for hash flooding (many
 distinct values sharing one hash make building a set quadratic).
 """
@@ -16,19 +17,28 @@ MAX_SAME_HASH = 64
 HASH_CHECK_FROM = 256
 
 
-class Opaque:
-    """A value the sandbox could not express as plain data (an instance of a candidate class).
-    It equals nothing and has no trusted truth value: a test that depends on it fails."""
+class OpaqueValue(Exception):
+    pass
 
-    def __init__(self, type_name: str) -> None:
+
+class Opaque:
+    """A value the sandbox could not express as plain data. It equals nothing. Its truth value
+    is known only when the harness could take it without running any of the program's code
+    (an instance of a built-in type such as `re.Match`, see harness.opaque_truth); otherwise
+    (an instance of a class of the program) a test that depends on it fails."""
+
+    def __init__(self, type_name: str, truth: bool | None = None) -> None:
         self.type_name = type_name
+        self.truth = truth
+
+    def __bool__(self) -> bool:
+        # Also what all()/any() of a list holding it ask: never Python's default "true".
+        if self.truth is None:
+            raise OpaqueValue(f"{self!r} is not plain data: its truth value is not trusted")
+        return self.truth
 
     def __repr__(self) -> str:
         return f"<{self.type_name} object>"
-
-
-class OpaqueValue(Exception):
-    pass
 
 
 class Iterated:
@@ -84,4 +94,5 @@ def decode_tagged(obj: Any) -> Any:
         return range(int(obj["start"]), int(obj["stop"]), int(obj["step"]))
     if kind == "iter":
         return Iterated([decode_tagged(x) for x in obj["v"]])
-    return Opaque(str(obj.get("type", "?"))[:100])
+    truth = obj.get("truth")
+    return Opaque(str(obj.get("type", "?"))[:100], truth if isinstance(truth, bool) else None)

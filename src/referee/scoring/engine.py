@@ -96,6 +96,10 @@ class Scorer:
             errors += _pydantic_errors(exc, (*loc, "reference"))
         if errors:
             raise InputError(errors)
+        try:
+            verifier.validate_inputs(ref, opts)
+        except ValueError as exc:
+            raise InputError([{"loc": [*loc, "reference"], "msg": str(exc), "type": "value_error"}]) from None
         return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json())
 
     def _check_responses(self, responses: Sequence[str], loc: Loc, *, indexed: bool = True) -> None:

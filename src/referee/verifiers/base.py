@@ -125,6 +125,12 @@ class Verifier:
         return cls.options_model.model_validate(dict(options or {}))
 
     @classmethod
+    def validate_inputs(cls, reference: Any, options: Any) -> None:
+        """Checks that need the validated reference and options together (a code problem whose
+        expected output exceeds the output cap it would run under). Raise ValueError to refuse
+        the request as an invalid reference is (422). The default checks nothing."""
+
+    @classmethod
     def qualified_name(cls) -> str:
         return f"{cls.name}@{cls.version}"
 
@@ -144,7 +150,9 @@ class Verifier:
     def score(self, response: str, reference: Any, options: Mapping[str, Any] | None = None) -> Check:
         """Convenience for direct, in-process use (tests, notebooks, benchmarks)."""
         opts = self.validate_options(options)
-        return self.check(response, self.prepare(self.validate_reference(reference), opts), opts)
+        ref = self.validate_reference(reference)
+        self.validate_inputs(ref, opts)
+        return self.check(response, self.prepare(ref, opts), opts)
 
 
 class AsyncVerifier(Verifier):

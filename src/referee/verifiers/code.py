@@ -2,18 +2,23 @@
 
 The program runs only inside hardened sandbox containers (referee.sandbox); the comparison with
 the expected outputs happens here, in the trusted service process (referee.sandbox.judge).
-Every test is run; the score is passed/total (or 1/0 in `binary` mode) and the overall verdict
-is the verdict of the first failing test in list order.
+Every test is run; the score is 1.0 when every test passes, else 0.0 (`reward="fraction"`:
+passed/total), and the overall verdict is the verdict of the first failing test in list order.
+An assert that involves no program expression (`assert True`) is not a test: it is not run
+nor counted. The stdout cap per test is the reference's `output_limit_bytes`, else the
+option's, else the service's (1 MiB); a problem whose expected output exceeds it is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import os
 import re
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -30,11 +35,14 @@ from referee.sandbox.protocol import (
     TestVerdict,
 )
 from referee.sandbox.run_limits import Limits
+from referee.sandbox.settings import SandboxSettings
 from referee.verifiers import extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
+MAX_OUTPUT_LIMIT = 16 << 20
+NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
 
 
 class StdioTest(BaseModel):
@@ -55,6 +63,12 @@ class CodeReference(BaseModel):
     language: str
     test_format: Literal["stdio", "function", "assert"] = "stdio"
     tests: list[StdioTest] | list[FunctionTest] | str
+    output_limit_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        le=MAX_OUTPUT_LIMIT,
+        description="This problem's stdout cap per test; wins over the option and the service's 1 MiB.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeReference:
@@ -80,7 +94,19 @@ class CodeReference(BaseModel):
                 ) from None
             if not planned:
                 raise ValueError("assert tests contain no assert statement")
-            count = len(planned)
+            for test in planned:
+                why = judge.trivial_failure(test) if test.trivial else None
+                if why is not None:
+                    raise ValueError(
+                        f"the assert on line {test.line} involves no function of the program and fails "
+                        f"whatever the program does: {why}"
+                    )
+            count = sum(not t.trivial for t in planned)
+            if not count:
+                raise ValueError(
+                    "no assert involves the program: each uses only literals and builtins (like "
+                    "`assert True`), so none tests it"
+                )
         else:
             if not isinstance(self.tests, list) or not all(isinstance(t, want) for t in self.tests):
                 raise ValueError(f"{self.test_format} tests must be a list of {want.__name__} objects")
@@ -94,8 +120,15 @@ class CodeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     time_limit_s: float | None = Field(default=None, gt=0, le=30, description="Wall clock per test.")
     memory_limit_mb: int | None = Field(default=None, ge=32, le=4096, description="Process tree.")
-    output_limit_bytes: int | None = Field(default=None, ge=1024, le=16 << 20, description="stdout cap.")
-    reward: Literal["fraction", "binary"] = "fraction"
+    output_limit_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        le=MAX_OUTPUT_LIMIT,
+        description="stdout cap per test (default: the service's, 1 MiB); a reference's own wins.",
+    )
+    reward: Literal["fraction", "binary"] = Field(
+        default="binary", description="binary: 1.0 when every test passes, else 0.0; fraction: passed/total."
+    )
     extract: Literal["auto", "none"] = Field(
         default="auto", description="auto: the last fenced block of the language, else the whole text."
     )
@@ -107,6 +140,42 @@ class Prepared:
     mode: str
     inputs: tuple[TestInput, ...]
     expected: tuple[Any, ...]  # stdio: str; function: JSON value; assert: judge.AssertTest
+    output_limit_bytes: int | None = None  # the reference's own stdout cap
+    largest_output: int = 0  # bytes of the largest expected stdout (what a correct program prints)
+    notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
+
+
+@functools.lru_cache(maxsize=8)
+def _service_output_limit(_env_value: str | None) -> int:
+    try:
+        return SandboxSettings().stdout_limit_bytes
+    except ValueError:  # a sandbox environment that does not validate: the pool will say so
+        return int(SandboxSettings.model_fields["stdout_limit_bytes"].default)
+
+
+def service_output_limit() -> int:
+    """The service's stdout cap per test, as its sandbox reads it at start-up
+    (REFEREE_SANDBOX_STDOUT_LIMIT_BYTES, default 1 MiB)."""
+    return _service_output_limit(os.environ.get("REFEREE_SANDBOX_STDOUT_LIMIT_BYTES"))
+
+
+def largest_expected_output(reference: CodeReference) -> tuple[int, int]:
+    """(bytes, 1-based test number) of the largest expected stdout, without trailing whitespace
+    (which the judge ignores); (0, 0) for the function and assert formats."""
+    if reference.test_format != "stdio" or not isinstance(reference.tests, list):
+        return 0, 0
+    best = (0, 0)
+    for i, test in enumerate(reference.tests, 1):
+        if isinstance(test, StdioTest) and 4 * len(test.output) > best[0]:  # <= 4 bytes a char
+            size = judge.stdio_bytes(test.output)
+            if size > best[0]:
+                best = (size, i)
+    return best
+
+
+def output_limit(reference: CodeReference, options: CodeOptions) -> int | None:
+    """The stdout cap a reference's tests run under; None: the service's."""
+    return reference.output_limit_bytes or options.output_limit_bytes
 
 
 def extract_program(response: str, language: Language, how: str) -> str:
@@ -208,7 +277,8 @@ class CodeVerifier(AsyncVerifier):
     version: ClassVar[str] = "1"
     description: ClassVar[str] = (
         "Runs the program (Python, C, C++) against stdio/function/assert tests in a hardened Docker "
-        "sandbox; score = passed/total (or binary); details.verdict is the first failing test's."
+        "sandbox; score = 1 if every test passes, else 0 (reward=fraction: passed/total); "
+        "details.verdict is the first failing test's, details.passed/total the counts."
     )
     reference_type: ClassVar[Any] = CodeReference
     options_model: ClassVar[type[BaseModel]] = CodeOptions
@@ -226,19 +296,39 @@ class CodeVerifier(AsyncVerifier):
         "expected_score": 1.0,
     }
 
+    @classmethod
+    def validate_inputs(cls, reference: Any, options: Any) -> None:
+        """A problem whose own expected output exceeds the stdout cap it would run under is
+        refused (422): every correct program would be judged output_limit_exceeded."""
+        ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
+        opts = options if isinstance(options, CodeOptions) else CodeOptions.model_validate(options or {})
+        size, test = largest_expected_output(ref)
+        if not size:
+            return
+        cap = output_limit(ref, opts) or service_output_limit()
+        if size > cap:
+            raise ValueError(
+                f"the expected output of test {test} is {size} bytes, more than the {cap}-byte stdout "
+                f"cap it would run under: set output_limit_bytes (in the reference or the options, "
+                f"at most {MAX_OUTPUT_LIMIT})"
+            )
+
     def prepare(self, reference: Any, options: Any) -> Prepared:
         ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
         lang = LANGUAGES[ref.language]
         if ref.test_format == "assert":
             assert isinstance(ref.tests, str)
             planned = judge.plan_asserts(ref.tests)
+            counted = [t for t in planned if not t.trivial]
             inputs = tuple(
                 TestInput(
                     spec=json.dumps({"mode": "assert", "setup": t.setup, "exprs": list(t.exprs)}).encode()
                 )
-                for t in planned
+                for t in counted
             )
-            return Prepared(lang, "assert", inputs, tuple(planned))
+            skipped = [t.line for t in planned if t.trivial]
+            notes = {"not_counted": {"lines": skipped, "why": NOT_COUNTED}} if skipped else {}
+            return Prepared(lang, "assert", inputs, tuple(counted), ref.output_limit_bytes, notes=notes)
         if ref.test_format == "function":
             ftests = [t for t in ref.tests if isinstance(t, FunctionTest)]
             inputs = tuple(
@@ -247,21 +337,25 @@ class CodeVerifier(AsyncVerifier):
                 )
                 for t in ftests
             )
-            return Prepared(lang, "function", inputs, tuple(t.expected for t in ftests))
+            return Prepared(
+                lang, "function", inputs, tuple(t.expected for t in ftests), ref.output_limit_bytes
+            )
         stests = [t for t in ref.tests if isinstance(t, StdioTest)]
         return Prepared(
             lang,
             "stdio",
             tuple(TestInput(stdin=t.input.encode()) for t in stests),
             tuple(t.output for t in stests),
+            ref.output_limit_bytes,
+            largest_expected_output(ref)[0],
         )
 
-    def _limits(self, pool: CodeSandbox, options: CodeOptions) -> Limits:
+    def _limits(self, pool: CodeSandbox, prep: Prepared, options: CodeOptions) -> Limits:
         base = Limits.from_settings(pool.settings)
         return Limits(
             time_s=options.time_limit_s or base.time_s,
             memory_mb=options.memory_limit_mb or base.memory_mb,
-            stdout_bytes=options.output_limit_bytes or base.stdout_bytes,
+            stdout_bytes=prep.output_limit_bytes or options.output_limit_bytes or base.stdout_bytes,
             stderr_bytes=base.stderr_bytes,
             compile_timeout_s=base.compile_timeout_s,
             open_files=base.open_files,
@@ -306,6 +400,7 @@ class CodeVerifier(AsyncVerifier):
             "test_format": prep.mode,
             "compile": {"ok": run.compile_ok, "time_ms": round(run.compile_time_s * 1000, 1)},
             "tests": per_test,
+            **prep.notes,
         }
         if not run.compile_ok:
             details["compile"]["output"] = run.compile_output[-2000:]
@@ -321,13 +416,19 @@ class CodeVerifier(AsyncVerifier):
             return Check(
                 0.0,
                 reason="program too large",
-                details={"verdict": "compile_error", "passed": 0, "total": len(prep.inputs)},
+                details={"verdict": "compile_error", "passed": 0, "total": len(prep.inputs), **prep.notes},
+            )
+        limits = self._limits(pool, prep, options)
+        if prep.largest_output > limits.stdout_bytes:  # validated against another service cap
+            return VerifierError(
+                f"an expected output ({prep.largest_output} bytes) exceeds the {limits.stdout_bytes}-byte "
+                "stdout cap: set output_limit_bytes"
             )
 
         def judge_one(index: int, test_run: TestRun) -> Judgement:
             return classify_safely(test_run, prep.language, prep.mode, prep.expected[index])
 
-        job = Job(prep.language, prep.mode, source, prep.inputs, self._limits(pool, options), judge=judge_one)
+        job = Job(prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one)
         try:
             run = await pool.run(job)
         except SandboxUnavailable as exc:
