@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -105,3 +106,23 @@ def test_other_verifiers_work_when_docker_is_unreachable() -> None:
         assert other.json()["score"] == 1.0
     finally:
         server.stop()
+
+
+def test_verl_code_datasets_end_to_end(code_server: BackgroundServer) -> None:
+    """verl's code data sources route to `code`, their {"inputs", "outputs", "fn_name"?} JSON
+    ground truth is a reference, and the programs run in the real sandbox."""
+    from referee.trainer_adapter import verl
+
+    stdio = json.dumps({"inputs": ["1 2\n", "20 22\n"], "outputs": ["3\n", "42\n"]})
+    calls = json.dumps({"inputs": [[1, 2], [20, 22]], "outputs": [[3], [42]], "fn_name": "add"})
+    right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    wrong = "```python\nprint(0)\n```"
+    function = "```python\ndef add(a, b):\n    return a + b\n```"
+    scores = verl.compute_score_batch(
+        ["codecontests", "apps", "taco", "primeintellect"],
+        [right, wrong, function, function],
+        [stdio, stdio, calls, calls],
+        [{}, {}, {}, {}],
+        url=code_server.url,
+    )
+    assert scores == [1.0, 0.0, 1.0, 1.0]

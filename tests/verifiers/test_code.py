@@ -584,3 +584,22 @@ def test_the_harness_takes_the_truth_value_of_builtin_types_only() -> None:
     assert "truth" not in harness.tagged(type("Meta", (type,), {"__bool__": lambda cls: True})("C", (), {}))
     assert called == []
     assert harness.tagged(range(0)) == {"t": "range", "start": 0, "stop": 0, "step": 1}
+
+
+def test_the_dataset_form_of_code_rl_datasets_is_a_reference() -> None:
+    """APPS/TACO/CodeContests/PrimeIntellect as verl stores them: {"inputs", "outputs", "fn_name"?},
+    often as JSON text; stdio without fn_name (lists of lines joined), calls with it (outputs
+    wrapped in a one-element list are unwrapped), Python unless a language is given."""
+    verifier = CodeVerifier()
+    stdio = verifier.validate_reference(json.dumps({"inputs": ["1 2\n", ["3 4"]], "outputs": ["3\n", ["7"]]}))
+    assert (stdio.language, stdio.test_format) == ("python", "stdio")
+    assert [(t.input, t.output) for t in stdio.tests] == [("1 2\n", "3\n"), ("3 4\n", "7\n")]  # type: ignore[union-attr]
+    calls = verifier.validate_reference(
+        {"inputs": [[1, 2], [[5], 0]], "outputs": [[3], [[5]]], "fn_name": "add"}
+    )
+    assert calls.test_format == "function"
+    assert [(t.args, t.expected) for t in calls.tests] == [([1, 2], 3), ([[5], 0], [5])]  # type: ignore[union-attr]
+    cpp = verifier.validate_reference({"inputs": ["1\n"], "outputs": ["1\n"], "language": "cpp"})
+    assert cpp.language == "cpp"
+    with pytest.raises(ValidationError, match="same length"):
+        verifier.validate_reference({"inputs": ["1"], "outputs": []})

@@ -63,6 +63,8 @@ DATA_SOURCES: dict[str, str] = {
     "apps": "code",
     "taco": "code",
     "codeforces": "code",
+    "primeintellect": "code",
+    "livecodebench": "code",
 }
 
 

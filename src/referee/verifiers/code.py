@@ -58,6 +58,13 @@ class FunctionTest(BaseModel):
     expected: Any
 
 
+def _text(value: Any) -> Any:
+    """A stdio input or output as datasets store it: a string, or a list of lines."""
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "\n".join(value) + ("\n" if value else "")
+    return value
+
+
 class CodeReference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: str
@@ -69,6 +76,36 @@ class CodeReference(BaseModel):
         le=MAX_OUTPUT_LIMIT,
         description="This problem's stdout cap per test; wins over the option and the service's 1 MiB.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_form(cls, data: Any) -> Any:
+        """The form code-RL datasets store (APPS, TACO, CodeContests, PrimeIntellect, as verl's
+        data sources hold them, usually as JSON text): ``{"inputs": [...], "outputs": [...],
+        "fn_name"?}``. Without `fn_name` each pair is a stdio test (a list of lines is joined
+        with newlines); with it, a call of `fn_name` with `inputs[i]` as its arguments, whose
+        expected return value is `outputs[i]`, unwrapped when it is a one-element list (those
+        datasets wrap every return value so). The language defaults to Python."""
+        if not isinstance(data, dict) or "tests" in data or not {"inputs", "outputs"} <= data.keys():
+            return data
+        inputs, outputs = data["inputs"], data["outputs"]
+        if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
+            raise ValueError("inputs and outputs must be lists of the same length")
+        rest = {k: v for k, v in data.items() if k not in ("inputs", "outputs", "fn_name")}
+        rest.setdefault("language", "python")
+        fn_name = data.get("fn_name")
+        if fn_name:
+            tests: list[dict[str, Any]] = [
+                {
+                    "fn_name": fn_name,
+                    "args": list(args) if isinstance(args, list) else [args],
+                    "expected": out[0] if isinstance(out, list) and len(out) == 1 else out,
+                }
+                for args, out in zip(inputs, outputs, strict=True)
+            ]
+            return {**rest, "test_format": "function", "tests": tests}
+        tests = [{"input": _text(i), "output": _text(o)} for i, o in zip(inputs, outputs, strict=True)]
+        return {**rest, "test_format": "stdio", "tests": tests}
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeReference:
