@@ -26,7 +26,7 @@ from referee.service.background import BackgroundServer
 from referee.verifiers import Resources
 from referee.verifiers.base import VerifierError
 from referee.verifiers.code import CodeOptions, CodeReference, CodeVerifier, classify, extract_program
-from tests.timing import within
+from tests.timing import wait_until_async, within
 
 PY = LANGUAGES["python"]
 CPP = LANGUAGES["cpp"]
@@ -465,15 +465,16 @@ async def test_a_full_queue_fails_fast_with_a_clear_reason() -> None:
     pool = SandboxPool(SandboxSettings(max_parallel=1, max_queued=1, retry_interval_s=60))
     limits = Limits.from_settings(pool.settings)
     job = Job(PY, "stdio", b"print(1)", (TestInput(),), limits)
-    await pool._running_sem.acquire()  # the only run slot is busy
-    waiting = asyncio.create_task(pool.run(job))  # queued
-    await asyncio.sleep(0.05)
+    # The only run slot is busy (no public way to occupy it without Docker: the test takes it).
+    await pool._running_sem.acquire()
+    waiting = asyncio.create_task(pool.run(job))
+    await wait_until_async(lambda: pool.queued == 1, 5, what="the first job to queue")
     with pytest.raises(SandboxUnavailable, match="sandbox overloaded"):
         await pool.run(job)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert pool._queued == 0
+    assert pool.queued == 0
 
 
 # ---- issue 17: builtin-named entry points -------------------------------------------------------
