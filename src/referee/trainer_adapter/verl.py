@@ -104,6 +104,21 @@ def _result(verdict: Verdict, error_score: float, return_dict: bool) -> float | 
     return result
 
 
+def _sample(
+    data_source: str,
+    solution: str,
+    truth: Any,
+    info: dict[str, Any] | None,
+    verifier: str | None,
+    options: JSONObject | None,
+    turns: Turns,
+) -> Sample:
+    """One verl sample as Referee judges it: its verifier (see the module docstring) and, for an
+    agent loop's episode, its chosen assistant turn(s)."""
+    name, opts = resolve_verifier(data_source, info, verifier, options)
+    return Sample(response=select_turns(solution, turns), reference=truth, verifier=name, options=opts)
+
+
 def compute_score_batch(
     data_sources: Sequence[str],
     solution_strs: Sequence[str],
@@ -121,11 +136,12 @@ def compute_score_batch(
 ) -> list[float | dict[str, float]]:
     """Batched form (verl's BatchRewardManager): one `/v1/groups` request for the whole batch."""
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
-    samples = []
-    for source, solution, truth, info in zip(data_sources, solution_strs, ground_truths, infos, strict=True):
-        name, opts = resolve_verifier(source, info, verifier, options)
-        response = select_turns(solution, turns)  # an agent loop's episode: its chosen turn(s)
-        samples.append(Sample(response=response, reference=truth, verifier=name, options=opts))
+    samples = [
+        _sample(source, solution, truth, info, verifier, options, turns)
+        for source, solution, truth, info in zip(
+            data_sources, solution_strs, ground_truths, infos, strict=True
+        )
+    ]
     specs, where = group_samples(samples)
     if not specs:
         return []
@@ -161,9 +177,6 @@ async def compute_score_async(
 ) -> float | dict[str, float]:
     """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
     sample, all at once): the concurrent calls of a step are sent as one grouped request."""
-    name, opts = resolve_verifier(data_source, extra_info, verifier, options)
-    sample = Sample(
-        response=select_turns(solution_str, turns), reference=ground_truth, verifier=name, options=opts
-    )
+    sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
     verdict = await connections.batcher(*_service(url, api_key)).judge(sample)
     return _result(verdict, error_score, return_dict)
