@@ -152,11 +152,6 @@ class Supervisor:
                 self.zygote.pid = None  # its socket reads EOF; the next spawn starts a new one
             reaped[pid] = (status, rusage)
 
-    def others(self):
-        """Every process in the container but this one and the template (zombies included)."""
-        keep = {os.getpid(), self.zygote.pid}
-        return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
-
     def kill_everything(self, uid):
         """SIGKILL every process of the candidate `uid` and reap what is ours to reap; returns
         False if something survives REAP_GRACE_S.
@@ -168,7 +163,7 @@ class Supervisor:
         deadline = time.monotonic() + REAP_GRACE_S
         while True:
             self.reap()
-            if not self.others():
+            if not other_processes(self.zygote.pid):
                 return True
             if self.zygote.pid is None or self.as_uid(uid, kill_all_of_mine, REAP_GRACE_S) is None:
                 # No template, or no helper (a fork bomb holds every pid): kill(-1) from here;
@@ -176,7 +171,7 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(-1, signal.SIGKILL)
             self.reap()
-            if not self.others():
+            if not other_processes(self.zygote.pid):
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -439,10 +434,15 @@ def remove_sysv_ipc(uid):
                 ctl[table](ident, IPC_RMID, None)
 
 
+def other_processes(zygote_pid):
+    """Every process in the container but this one and the template (zombies included)."""
+    keep = {os.getpid(), zygote_pid}
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+
+
 def leftovers(zygote_pid):
     """None when no other process (but the template), file or IPC object exists in the container."""
-    keep = {os.getpid(), zygote_pid}
-    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
+    others = other_processes(zygote_pid)
     if others:
         return f"processes left: {others[:5]}"
     for top in SCRATCH:
