@@ -4,22 +4,32 @@ Load them by package path, which works on every verl path (Ray workers import th
 name, nothing is pickled by value)::
 
     reward.custom_reward_function.path=pkg://referee.trainer_adapter.verl
-    reward.custom_reward_function.name=compute_score_async      # or compute_score / compute_score_batch
-    reward.custom_reward_function.reward_kwargs.url=http://referee:8000
+    reward.custom_reward_function.name=compute_score_async      # or compute_score
+    +reward.custom_reward_function.reward_kwargs.url=http://referee:8000
 
-Which function for which reward manager (verl 0.9, `verl/experimental/reward_loop` and
-`verl/workers/reward_manager`):
-- the reward loop's `naive`/`dapo` managers await a coroutine function natively, one call per
-  sample, all at once: `compute_score_async` sends each burst as ONE grouped request;
-- a plain function is called per sample in a thread (`NaiveRewardManager`): `compute_score`,
-  one request per sample;
+(the ``+``: verl 0.9.1's configuration has no `reward_kwargs` key, and Hydra refuses to set a
+missing key without it).
+
+Which function for which reward manager. verl 0.9.1's trainer scores through its reward loop
+(`verl/experimental/reward_loop`, `reward.reward_manager.name`: `naive` by default, `dapo`,
+`gdpo`, `rate_limited`; `remote` takes only a plain function): one call per sample, all at
+once, a coroutine function awaited natively, a plain one run in a thread pool:
+- `compute_score_async`: each burst of concurrent calls goes out as ONE grouped request;
+- `compute_score`: one request per sample.
+The managers of `verl/workers/reward_manager` (earlier verl trainers' interface, still shipped):
+- `NaiveRewardManager`, `DAPORewardManager`: `compute_score`, per sample;
 - `BatchRewardManager` calls ``compute_score(data_sources=..., solution_strs=...,
   ground_truths=..., extra_infos=...)`` once per batch: `compute_score_batch` (chunked and
   sent concurrently whatever the batch size);
-- `PrimeRewardManager` runs the function in a process pool and needs a float: keep the default
-  ``return_dict=False`` there (a dict would be scored 0 by its float conversion).
-The file-path form (``path=/.../verl.py``) works too: this module keeps no client, lock or loop
-in its globals (see `connections`), so verl's by-value pickling of a file-loaded module is safe.
+- `PrimeRewardManager` runs `compute_score` in a process pool and needs a float: keep the
+  default ``return_dict=False`` there (it reads a dict as ``result[0]``, fails, and scores the
+  whole batch 0).
+The file-path form (``path=/.../verl.py``) works too. verl runs the file under a name of its own
+(``custom_module_<hash>``, not in `sys.modules`), so plain `pickle` could not find its functions
+(PRIME's process pool: every sample would score 0) and cloudpickle would copy them by value; so
+a copy loaded that way hands out this package module's functions instead, which pickle by
+reference. Either way this module keeps no client, lock or loop in its globals (see
+`connections`).
 
 ``reward_kwargs`` may set `url`, `api_key`, `verifier`, `options`, `error_score`,
 `return_dict` and `turns` (an agent loop's episode: its last assistant turn by default, see
@@ -48,7 +58,10 @@ from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus, 
 from referee.trainer_adapter import connections
 from referee.turns import Turns, select_turns
 
+__all__ = ["DATA_SOURCES", "compute_score", "compute_score_async", "compute_score_batch", "resolve_verifier"]
+
 DEFAULT_URL = "http://127.0.0.1:8000"
+_PACKAGE_MODULE = "referee.trainer_adapter.verl"
 
 # Common verl data sources and the Referee verifier that judges them.
 DATA_SOURCES: dict[str, str] = {
@@ -91,7 +104,9 @@ def resolve_verifier(
     return DATA_SOURCES.get(data_source, data_source), dict(options or {})
 
 
-def _result(verdict: Verdict, error_score: float, return_dict: bool) -> float | dict[str, float]:
+def _result(
+    verdict: Verdict, spec: VerifierSpec, error_score: float, return_dict: bool
+) -> float | dict[str, float]:
     ok = verdict.status is VerdictStatus.ok and verdict.score is not None
     score = float(verdict.score) if ok and verdict.score is not None else error_score
     if not return_dict:
@@ -99,7 +114,13 @@ def _result(verdict: Verdict, error_score: float, return_dict: bool) -> float | 
     result = {"score": score, "referee_error": 0.0 if ok else 1.0}
     # Each weighted component's score (verl logs every key of reward_extra_info as a mean;
     # numbers only, so a component without a score counts as error_score, flagged above).
-    for name, (part,) in component_scores([verdict]).items():
+    # Every component of the sample's spec gets its key, even when the verdict has none (an
+    # invalid reference): verl 0.9.1's RewardLoopManager reads the first sample's keys from
+    # every sample, so a missing key would fail the step (KeyError).
+    parts = component_scores([verdict])
+    names = [c.name.split("@")[0] for c in spec] if isinstance(spec, list) else []
+    for name in dict.fromkeys([*names, *parts]):
+        part = parts.get(name, [None])[0]
         result[f"referee/{name}"] = float(part) if part is not None else error_score
     return result
 
@@ -146,7 +167,8 @@ def compute_score_batch(
     if not specs:
         return []
     results = _client(url, api_key).score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
-    return [_result(v, error_score, return_dict) for v in scatter_verdicts(results, where)]
+    verdicts = scatter_verdicts(results, where)
+    return [_result(v, s.verifier, error_score, return_dict) for v, s in zip(verdicts, samples, strict=True)]
 
 
 def compute_score(
@@ -179,4 +201,12 @@ async def compute_score_async(
     sample, all at once): the concurrent calls of a step are sent as one grouped request."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
     verdict = await connections.batcher(*_service(url, api_key)).judge(sample)
-    return _result(verdict, error_score, return_dict)
+    return _result(verdict, sample.verifier, error_score, return_dict)
+
+
+if __name__ != _PACKAGE_MODULE:
+    # Loaded from its file path by verl (`custom_module_<hash>`): hand out the package module's
+    # functions, which every pickler finds by name (see the module docstring).
+    import importlib
+
+    globals().update({name: getattr(importlib.import_module(_PACKAGE_MODULE), name) for name in __all__})
