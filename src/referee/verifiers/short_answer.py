@@ -269,6 +269,8 @@ _CHOICE = re.compile(
 )
 _CHOICE_PREFIX = re.compile(r"^[\s*_(\[]*([A-Z])[)\].:]\s")
 _BOLD_OR_PAREN = re.compile(r"\*\*\(?([A-Z])\)?\*\*|\(([A-Z])\)")
+# A second letter joined to the first one: "A, B", "A or B", "A/B".
+_LISTED_LETTER = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b)\s*\(?([A-Z])\)?(?![A-Za-z])")
 
 
 class MultipleChoiceVerifier(Verifier):
@@ -297,7 +299,14 @@ class MultipleChoiceVerifier(Verifier):
         match = _CHOICE.match(text) or _CHOICE_PREFIX.match(text)
         if match:
             letter = match.group(1).upper()
-            return {letter} if letter in choices else set()
+            # "(A) (B)", "(A) or (B)", "A, B": more letters written as choices are a hedge.
+            rest = text[match.end() :]
+            others = {a or b for a, b in _BOLD_OR_PAREN.findall(rest)}
+            listed = _LISTED_LETTER.match(rest)
+            if listed:
+                others.add(listed.group(1))
+            found = {letter} | {other for other in others if other in choices}
+            return found if letter in choices else found - {letter}
         found = {a or b for a, b in _BOLD_OR_PAREN.findall(text)}
         return {letter for letter in found if letter in choices}
 

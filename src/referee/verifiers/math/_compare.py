@@ -14,6 +14,7 @@ from referee.verifiers.math._numeric import (
     proportional,
     round_half_up,
 )
+from referee.verifiers.math._sets import Undecided, canonical, same_parts
 from referee.verifiers.math._values import (
     Assign,
     Assigns,
@@ -119,15 +120,18 @@ def _sorted_parts(value: Intervals) -> list[Interval] | None:
 
 
 def intervals_equal(gold: Intervals, got: Intervals) -> str | None:
+    """Same set of reals: canonical unions compared part by part (`(0,1) \\cup [1,2]` is
+    `(0,2]`); endpoints that cannot be ordered fall back to the parts as written."""
+    try:
+        g_canon, r_canon = canonical(list(gold.parts)), canonical(list(got.parts))
+    except Undecided:
+        pass
+    else:
+        return "interval" if same_parts(g_canon, r_canon) else None
     g_parts, r_parts = _sorted_parts(gold), _sorted_parts(got)
-    if g_parts is None or r_parts is None or len(g_parts) != len(r_parts):
+    if g_parts is None or r_parts is None:
         return None
-    for g, r in zip(g_parts, r_parts, strict=True):
-        if (g.lo_closed, g.hi_closed) != (r.lo_closed, r.hi_closed):
-            return None
-        if exprs_equal(g.lo, r.lo) is None or exprs_equal(g.hi, r.hi) is None:
-            return None
-    return "interval"
+    return "interval" if same_parts(g_parts, r_parts) else None
 
 
 def _matrix_as_seq(value: Matrix) -> tuple[Value, ...] | None:

@@ -21,8 +21,9 @@ from referee.verifiers import extract
 # Words that take back what came before: a box before them is retracted.
 _RETRACT = re.compile(
     r"(?i)\b(?:actually|wait|oops|mistake|wrong|incorrect|not correct|error|correction|instead|"
-    r"re-?check\w*|re-?do|re-?comput\w*|re-?calculat\w*|miscalculat\w*|dropped a|scratch that|"
-    r"on second thought|correct (?:value|answer|result) is|should be)\b"
+    r"re-?check\w*|re-?do|re-?comput\w*|re-?calculat\w*|re-?count\w*|miscalculat\w*|dropped a|"
+    r"scratch that|on second thought|correct (?:value|answer|result|total|count|number) is|"
+    r"should be|i missed|missed|overlooked|forgot)\b"
 )
 # A last sentence like these does not state a result.
 _NOT_A_CONCLUSION = re.compile(
@@ -41,15 +42,33 @@ _NEGATED_TAIL = re.compile(r"(?i)[,;(]?\s*\b(?:not|rather than|instead of)\b")
 _LABELLED = re.compile(r"(?im)\b(?:answer|option|case)\s+(?:[A-Z]|\d)\s*[:：]\s*(?P<a>[^\n]{1,300})")
 _DISPLAY_END = re.compile(r"(?s)(?:\$\$|\\\[)(?P<a>[^$]{1,2000}?)(?:\$\$|\\\])$")
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-_NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?%?")
-_CHOICE = re.compile(r"\b(?:choice|option)\s+\(?([A-J])\)?(?![A-Za-z])")
+# A number in prose, with a plain fraction ("2/3", not its denominator) or a mixed number ("3 1/2").
+_NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?")
+_CHOICE = re.compile(
+    r"\b(?:choice|option|answer)\s+(?:is\s+)?(?:(?:option|choice)\s+)?\(?([A-J])\)?(?![A-Za-z])"
+    r"|(?<![A-Za-z\\])\(([A-J])\)(?![A-Za-z])"
+)
 _COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
 _PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+|\n\s*")
-_LIST_GAP = re.compile(r"(?i)^\s*,?\s*(?:or|and)\s*$")
+_LIST_GAP = re.compile(r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$")
+# Chat-template tokens: what follows one is not the response ("<|im_start|>user ...").
+_CHAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,20}\|>|</s>|<s>|<(?:end|start)_of_turn>|\[/?INST\]")
+# Courtesy sentences after the final statement.
+_SIGN_OFF = re.compile(
+    r"(?i)(?:^|(?<=[.!?\s]))(?:i hope (?:it|this|that) (?:is|was) (?:correct|right|helpful)|"
+    r"hope (?:this|that|it) helps|let me know if [^.!?\n]{0,200}|feel free to [^.!?\n]{0,200})"
+    r"[.!]?\s*$"
+)
+# "The largest $n$ is 34": the stated value follows the last linking verb outside math.
+_LINK = re.compile(r"(?i)\b(?:is|are|equals|was|were|be)\s+")
+# `y_1 = \boxed{2}`: the name a box is assigned to, right before it.
+_BOX_LABEL = re.compile(r"(?:^|[\s$(,])([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?)\s*=\s*$")
 
 MAX_STATEMENT = 2000
 MAX_TAIL = 4000  # the concluding sentence is searched in the last characters only
+MAX_LISTED = 64
+MAX_LABELLED = 16  # `y_1 = \boxed{..}` parts of one answer; more boxes than this are a spray
 
 
 @dataclass(slots=True)
@@ -78,6 +97,11 @@ def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
         if _RETRACT.search(part[spans[k - 1][1] : spans[k][0]]):
             start = k
     kept = [contents for _, _, contents in spans[start:]]
+    if 1 < len(kept) <= MAX_LABELLED:
+        # `y_1 = \boxed{2}` and `y_2 = \boxed{3}`: parts of one answer, named by their labels.
+        labels = [_BOX_LABEL.search(part[max(0, s - 40) : s]) for s, _, _ in spans[start:]]
+        if all(labels):
+            kept = [f"{m.group(1)} = {c}" for m, c in zip(labels, kept, strict=True) if m]
     if not kept[-1].strip():
         return _none("the final \\boxed{} is empty")
     # Identical boxes are one answer (kept at their last position): a completion repeating
@@ -107,6 +131,7 @@ def clean_statement(text: str) -> str | None:
         if at > 0:
             text = text[at:]
             break
+    text = _after_link(text)
     text = text.replace("**", " ").replace("__", " ").strip().rstrip(".").strip()
     if not text or _NEGATED.match(text):
         return None
@@ -114,6 +139,19 @@ def clean_statement(text: str) -> str | None:
     if negation is not None:
         text = text[: negation.start()].rstrip(" ,;(")
     return text or None
+
+
+def _after_link(text: str) -> str:
+    """ "The largest $n$ is 34" -> "34": what follows the last linking verb outside `$...$`,
+    when it holds a digit or math."""
+    last = None
+    for match in _LINK.finditer(text):
+        if text.count("$", 0, match.start()) % 2 == 0:
+            last = match
+    if last is None:
+        return text
+    rest = text[last.end() :]
+    return rest if any(ch.isdigit() or ch in "$\\" for ch in rest) else text
 
 
 def _math_spans(sentence: str) -> list[tuple[int, int, str]]:
@@ -137,6 +175,11 @@ def _concluding(part: str) -> Extracted:
     tail = part[-MAX_TAIL:].rstrip()
     while tail and tail[-1] in "*_`":
         tail = tail[:-1].rstrip()
+    for _ in range(3):
+        sign_off = _SIGN_OFF.search(tail)
+        if sign_off is None:
+            break
+        tail = tail[: sign_off.start()].rstrip()
     display = _DISPLAY_END.search(tail)
     if display is not None:  # "**Final Answer**\n$$ 42 $$"
         return Extracted([display.group("a")], "display")
@@ -149,24 +192,42 @@ def _concluding(part: str) -> Extracted:
     candidates: list[tuple[int, int, str]] = _math_spans(sentence)
     candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
-    candidates += [(m.start(), m.end(), m.group(1)) for m in _CHOICE.finditer(sentence)]
+    candidates += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _CHOICE.finditer(sentence)]
     if not candidates:
         return _none("no final answer found")
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
     last = candidates[-1]
-    # "99 or 100": keep both so that the hedge is judged as one.
-    earlier = [c for c in candidates if c[1] <= last[0]]
-    if earlier:
+    # "99 or 100", "$x = 2$, $x = 4$, and $x = 6$": keep the whole list, judged as one (a set
+    # of solutions, or a hedge unless the gold is that set).
+    chain = [last]
+    while len(chain) <= MAX_LISTED:
+        earlier = [c for c in candidates if c[1] <= chain[-1][0]]
+        if not earlier:
+            break
         prev = max(earlier, key=lambda c: (c[1], c[1] - c[0]))
-        if _LIST_GAP.match(sentence[prev[1] : last[0]]):
-            return Extracted([prev[2], last[2]], "sentence")
-    return Extracted([last[2]], "sentence")
+        if not _LIST_GAP.match(sentence[prev[1] : chain[-1][0]]):
+            break
+        chain.append(prev)
+    return Extracted([c[2] for c in reversed(chain)], "sentence")
+
+
+def _without_chat_debris(part: str) -> str:
+    """The response up to a leaked chat-template token (`<|im_end|>`, `<|im_start|>user`,
+    `</s>`); leading template tokens are skipped."""
+    while True:
+        token = _CHAT_TOKEN.search(part)
+        if token is None:
+            return part
+        if part[: token.start()].strip():
+            return part[: token.start()]
+        part = part[token.end() :]
 
 
 def final_answer(response: str) -> Extracted:
     part = extract.final_part(response)
     if part is None:
         return _none("no final answer: <think> is never closed")
+    part = _without_chat_debris(part)
     if not part.strip():
         return _none("no final answer: nothing after the reasoning")
     spans = extract.boxed_spans(part)

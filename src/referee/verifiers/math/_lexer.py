@@ -16,6 +16,7 @@ MAX_CHARS = 20_000
 MAX_DIGITS = 20_000
 _CHUNK = 4_000  # Python refuses int(str) beyond 4300 digits: convert long literals in chunks
 WORD_MARK = "\x01"  # _text marks the argument of \text{...} as one word: \x01word\x01
+DEGREE_MARK = "\x03"  # _text's spelling of a degree sign (`^\circ`, `°`)
 
 
 class LexError(ValueError):
@@ -71,7 +72,7 @@ _COMMANDS: dict[str, tuple[str, Any]] = {
     "gt": ("rel", ">"),
     "ne": ("rel", "ne"),
     "neq": ("rel", "ne"),
-    "approx": ("rel", "="),
+    "approx": ("rel", "approx"),
     "in": ("rel", "in"),
     "colon": ("rel", ":"),
     "mid": ("|", None),
@@ -86,11 +87,17 @@ _COMMANDS: dict[str, tuple[str, Any]] = {
     "rangle": (")", None),
     "lbrace": ("lset", None),
     "rbrace": ("rset", None),
+    "angle": ("word", "angle"),  # `\angle ABC = 90^\circ`: the label is ABC
+    "triangle": ("word", "triangle"),
 }
 # Multi-letter words that are always words (units), even when glued to a number or a `^2`.
 _UNITS = {
     "cm", "mm", "km", "kg", "mg", "ml", "ft", "yd", "mi", "hr", "hrs", "min", "mins", "sec", "secs",
     "mph", "lb", "lbs", "oz", "sq", "units", "unit", "dollars", "cents", "degrees", "meters",
+    "second", "seconds", "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks",
+    "month", "months", "year", "years", "inch", "inches", "foot", "feet", "mile", "miles",
+    "meter", "metres", "metre", "gram", "grams", "liter", "liters", "litre", "litres", "pounds",
+    "ounces", "yards", "dollar", "cent", "euros", "people", "students", "times", "ways", "kph",
 }  # fmt: skip
 _PLAIN_WORDS: dict[str, tuple[str, Any]] = {
     "pi": ("const", "pi"),
@@ -230,6 +237,9 @@ class _Lexer:
                 self.pos += 1
             elif ch == WORD_MARK:
                 tokens.append(self._marked_word())
+            elif ch == DEGREE_MARK:
+                self.pos += 1
+                tokens.append(Token("op", "deg"))
             elif _isdigit(ch) or (ch == "." and self.pos + 1 < n and _isdigit(text[self.pos + 1])):
                 tok, self.pos = _number(text, self.pos, self.single_args > 0 and _isdigit(ch))
                 self._argument_done()
@@ -272,9 +282,16 @@ class _Lexer:
             return [Token(kind, val)]
         glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
         glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
+        if run.isupper() and len(run) <= 4 and self._names_points(start):
+            return [_letter(letter) for letter in run]  # |AB|, \angle ABC: points, not a word
         if lower in _UNITS or not (glued_left or glued_right):
             return [Token("word", lower)]
         return [_letter(letter) for letter in run]  # "2xy", "a^2b": a product of one-letter symbols
+
+    def _names_points(self, start: int) -> bool:
+        """Capitals right after `|` or `\\angle` / `\\triangle` name points (`|AB|`)."""
+        before = self.text[max(0, start - 12) : start].rstrip()
+        return before.endswith(("|", "\\angle", "\\triangle"))
 
     def _command(self) -> Token:
         text, n = self.text, self.n

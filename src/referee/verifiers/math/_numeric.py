@@ -27,9 +27,14 @@ from referee.verifiers.math._evaluate import (
     Evaluator,
 )
 from referee.verifiers.math._exact import exact_value
-from referee.verifiers.math._tree import Node, contains_tag, free_symbols, infinity_sign
+from referee.verifiers.math._tree import Node, contains_tag, free_symbols, infinity_sign, tree_depth
 
 _MISSING: Any = object()
+# Numeric agreement proves equality only for trees this shallow: a value 2^-k away from a simple
+# number, with k beyond the working precision, needs a deep tree to be written (the finite nested
+# radical sqrt(2+sqrt(2+...)) of 150 levels is within 2^-300 of 2). Deeper trees are decided
+# exactly (`Fraction`: a continued fraction 100 levels deep) or not at all.
+MAX_NUMERIC_DEPTH = 200
 _REL = tuple(ctx.ldexp(1, -bits) for ctx, bits in zip(CONTEXTS, REL_BITS, strict=True))
 _NEAR = CTX.ldexp(1, -40)  # closer than this at 320 bits (or a side this small): look again
 # Rounding noise shrinks by ~2^-700 from 320 to 1024 bits; a real difference does not move.
@@ -39,13 +44,19 @@ _SHRINK = CTX.ldexp(1, -256)
 class Expr:
     """An expression tree with its evaluations cached (a gold is evaluated once per group)."""
 
-    __slots__ = ("_exact", "_values", "node", "symbols")
+    __slots__ = ("_depth", "_exact", "_values", "node", "symbols")
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self.symbols = free_symbols(node)
         self._exact: Any = _MISSING
+        self._depth = 0
         self._values: dict[tuple[int, int], Any] = {}
+
+    def depth(self) -> int:
+        if not self._depth:
+            self._depth = tree_depth(self.node)
+        return self._depth
 
     # Picklable without its caches (numbers of a private mpmath context do not pickle).
     def __getstate__(self) -> Node:
@@ -133,6 +144,8 @@ def exprs_equal(a: Expr, b: Expr) -> str | None:
     ea, eb = a.exact(), b.exact()
     if ea is not None and eb is not None:
         return "exact" if ea == eb else None
+    if max(a.depth(), b.depth()) > MAX_NUMERIC_DEPTH:
+        return None  # a nested radical 200 levels deep is within 2^-400 of its limit
     symbolic = bool(a.symbols | b.symbols)
     agreed = 0
     for point in range(POINTS if symbolic else 1):

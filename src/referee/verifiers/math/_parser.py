@@ -14,12 +14,27 @@ from referee.verifiers.math._lexer import Num, Token
 from referee.verifiers.math._tree import MAX_TREE_DEPTH, Node, tree_depth
 
 MAX_TOKENS = 30_000
+MAX_NESTING = 160  # bracket levels (a continued fraction 100 levels deep is legal LaTeX)
 MAX_CHAIN = 50  # longest power tower / postfix chain
 _FRAMES_PER_LEVEL = 12  # Python frames one bracket level costs (list -> relation -> ... -> atom)
 _MATRIX_ENVS = {"pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "matrix", "smallmatrix", "array"}
-_IMPLICIT_START = {"num", "sym", "const", "func", "sqrt", "frac", "binom", "(", "lfloor", "lceil", "{"}
+_IMPLICIT_START = {
+    "num",
+    "sym",
+    "const",
+    "func",
+    "sqrt",
+    "frac",
+    "binom",
+    "(",
+    "lfloor",
+    "lceil",
+    "{",
+    "begin",
+}
 _CLOSERS = {")", "]", "}", "rset", "rowsep", "&", "end", "rfloor", "rceil", "eof"}
 _TRIG_INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan"}
+_TRIG = frozenset({"sin", "cos", "tan", "cot", "sec", "csc"})
 
 
 class ParseError(ValueError):
@@ -44,7 +59,8 @@ class Parser:
         self.depth = 0
         # Bracket nesting is bounded by the Python stack actually left, never by luck.
         room = sys.getrecursionlimit() - _stack_depth() - 60
-        self.max_depth = max(4, min(100, room // _FRAMES_PER_LEVEL))
+        self.max_depth = max(4, min(MAX_NESTING, room // _FRAMES_PER_LEVEL))
+        self.degrees = False
 
     # -- helpers -------------------------------------------------------------------------
     def _peek(self, offset: int = 0) -> Token:
@@ -98,7 +114,7 @@ class Parser:
                 return items, conns
 
     def _relation(self) -> Node:
-        if self._is("rel", "="):  # "= 5", "\\approx 3.14": a value with its relation stated
+        if self._is("rel", "=") or self._is("rel", "approx"):  # "= 5", "\\approx 3.14"
             self.pos += 1
         first = self._setexpr()
         ops: list[str] = []
@@ -187,8 +203,10 @@ class Parser:
     def _postfix(self) -> Node:
         node = self._atom()
         count = 0
-        while self._peek().kind == "op" and self._peek().val in ("!", "%"):
-            node = (self._next().val, node)
+        while self._peek().kind == "op" and self._peek().val in ("!", "%", "deg"):
+            op = self._next().val
+            self.degrees |= op == "deg"
+            node = (op, node)
             count += 1
             if count > MAX_CHAIN:
                 raise ParseError("too many postfix operators")
@@ -276,6 +294,9 @@ class Parser:
     def _number(self, num: Num) -> Node:
         node: Node = ("n", num.value, num.decimals)
         if num.decimals is None and num.text.isascii() and num.text.isdigit():
+            mixed = self._mixed_fraction()
+            if mixed is not None:  # "1 1/2": a whole number and a proper fraction
+                return ("n", num.value + mixed, None)
             if self._is("op", "_"):  # 1011_2: digits in a base
                 self.pos += 1
                 base = self._subscript_text()
@@ -293,6 +314,23 @@ class Parser:
                     return ("n", num.value + top[1] / bottom[1], None)
                 self.pos = save
         return node
+
+    def _mixed_fraction(self) -> Fraction | None:
+        """`1/2` right after a whole number written apart from it ("3 1/2"): the tokenizer
+        never puts two numbers side by side otherwise. A proper fraction of plain integers
+        only, and nothing binding tighter after it."""
+        if self.pos >= 2 and self.toks[self.pos - 2].kind in ("frac", "binom", "sqrt"):
+            return None  # `\\frac12/3`: the 1 is an argument of its own
+        toks = self.toks[self.pos : self.pos + 4]
+        if len(toks) < 3 or [t.kind for t in toks[:3]] != ["num", "op", "num"] or toks[1].val != "/":
+            return None
+        top, bottom = toks[0].val, toks[2].val
+        if not (top.text.isdigit() and bottom.text.isdigit()) or not 0 < top.value < bottom.value:
+            return None
+        if len(toks) == 4 and toks[3].kind in ("op", "num") and toks[3].val not in ("+", "-", "%"):
+            return None
+        self.pos += 3
+        return Fraction(top.value / bottom.value)
 
     def _bracket(self, opener: str) -> Node:
         self._enter()
@@ -412,11 +450,31 @@ def _mul(factors: list[Node]) -> Node:
     return ("*", *flat)
 
 
+def _resolve_degrees(node: Node, in_trig: bool = False) -> Node:
+    """Degree signs: inside the argument of a trigonometric function `a°` is `a*pi/180`;
+    anywhere else the sign is dropped (policy 7: `90^\\circ` is 90)."""
+    tag = node[0]
+    if tag == "deg":
+        inner = _resolve_degrees(node[1], in_trig)
+        return ("/", _mul([inner, ("c", "pi")]), ("n", Fraction(180), None)) if in_trig else inner
+    if tag == "f" and node[1] in _TRIG:
+        return ("f", node[1], _resolve_degrees(node[2], True))
+    if tag in ("n", "s", "c", "base"):
+        return node
+    return tuple(
+        (_resolve_degrees(x, in_trig) if x and isinstance(x[0], str) else _resolve_degrees(("", *x))[1:])
+        if isinstance(x, tuple)
+        else x
+        for x in node
+    )
+
+
 def parse_tokens(tokens: list[Token]) -> Node:
     try:
-        node = Parser(tokens).parse()
+        parser = Parser(tokens)
+        node = parser.parse()
     except RecursionError as exc:  # belt and braces: max_depth should prevent it
         raise ParseError("answer nested too deeply") from exc
     if tree_depth(node) > MAX_TREE_DEPTH:
         raise ParseError("expression nested too deeply")
-    return node
+    return _resolve_degrees(node) if parser.degrees else node

@@ -23,6 +23,9 @@ _MATH_WRAPPERS = (
 _WRAPPERS = _TEXT_WRAPPERS + _MATH_WRAPPERS
 # A word the tokenizer must read as one word, even a single letter: \x01word\x01.
 WORD_MARK = "\x01"
+# A degree sign, kept for the tokenizer: `\sin 30^\circ` is sin(pi/6), and a bare `90^\circ`
+# is 90 (policy 7); dropping the sign would read `\cos(60^\circ)` as `\cos(60)` in radians.
+DEGREE_MARK = "\x03"
 _ALPHA_ARG = re.compile(r"\s*[A-Za-z][A-Za-z '-]*")
 # \color{red}, \textcolor{red}{x}: the colour argument is dropped, the text kept.
 _COLOR_RE = re.compile(r"\\(?:color|textcolor)\s*\{[A-Za-z!0-9]{0,30}\}")
@@ -35,7 +38,7 @@ _UNICODE = {
     "·": "\\cdot ",
     "⋅": "\\cdot ",
     "÷": "\\div ",
-    "°": "",
+    "°": DEGREE_MARK,
     "π": "\\pi ",
     "∞": "\\infty ",
     "√": "\\sqrt ",
@@ -77,7 +80,7 @@ _BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![A-Za-z])")
 _MATH_DELIMS = re.compile(r"\\[()\[\]]|\$")
 # Explicit thousands separators: `1{,}000`, `1,\!000` (after `\!` removal it is a plain comma,
 # so handle it first while it is still unambiguous).
-_EXPLICIT_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!)(?=\d{3}(?!\d))")
+_EXPLICIT_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!)\s*(?=\d{3}(?!\d))")
 _PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
 
@@ -168,7 +171,8 @@ def _collapse_groups(text: str) -> str:
 def clean(answer: str) -> str:
     """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
     # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
-    text = answer.replace("\x00", "").replace(WORD_MARK, "").replace("\\\\", "\x00")
+    text = answer.replace("\x00", "").replace(WORD_MARK, "").replace(DEGREE_MARK, "")
+    text = text.replace("\\\\", "\x00")
     text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
     text = _COLOR_RE.sub("", text)
     text = _unwrap(text)
@@ -179,7 +183,7 @@ def clean(answer: str) -> str:
     # `1\,000\,000`: a thin space between digit groups is a thousands separator.
     text = re.sub(r"(?<=\d)\\,(?=\d{3}(?!\d))", "", text)
     text = _SPACING.sub(" ", text)
-    text = _DEGREES.sub("", text)
+    text = _DEGREES.sub(DEGREE_MARK, text)
     text = _FRAC_VARIANTS.sub(r"\\frac", text)
     text = _BINOM_VARIANTS.sub(r"\\binom", text)
     text = text.replace("\\%", "%").replace("\\$", " ")
@@ -201,7 +205,7 @@ _TEXT_STRIP = re.compile(r"[\s.,;:!*_`\"'{}]+")
 
 def normalize_text(answer: str) -> str:
     """Comparable form of a text answer: wrappers, punctuation and case removed."""
-    text = clean(answer).replace(WORD_MARK, " ").casefold()
+    text = clean(answer).replace(WORD_MARK, " ").replace(DEGREE_MARK, " ").casefold()
     text = text.replace("\\", " ")
     text = _TEXT_STRIP.sub(" ", text).strip()
     for article in ("the ", "a ", "an "):

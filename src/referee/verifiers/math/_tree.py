@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 Node = tuple[Any, ...]
-MAX_TREE_DEPTH = 250  # evaluation, hashing and printing recurse over the tree: keep it shallow
+MAX_TREE_DEPTH = 400  # evaluation, hashing and printing recurse over the tree: keep it bounded
 
 
 def children(item: tuple[Any, ...]) -> list[tuple[Any, ...]]:

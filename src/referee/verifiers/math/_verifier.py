@@ -9,6 +9,10 @@ group in `prepare`; its evaluations are cached on the prepared object.
 from __future__ import annotations
 
 import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -68,6 +72,12 @@ def parse_answer(raw: str) -> Parsed:
 
 
 _MC = re.compile(r"^[(\[]?\s*([A-Z])\s*[)\]]?$")
+# A multiple-choice gold written with its option's content: "C. x = 42", "(B) 12".
+_MC_CONTENT = re.compile(r"^\s*(?:\(([A-J])\)|([A-J])[.:)])\s+(\S.{0,500})$", re.S)
+# Arithmetic right after a letter: `B \cdot 3`, `C + 1`, `E*2` are expressions, not choices.
+_AFTER_LETTER_MATH = re.compile(
+    r"\s*(?:[-+*/^_=<>!]|\\(?:cdot|times|div|pm|mp|le|ge|ne|neq|leq|geq|lt|gt|frac|sqrt)(?![A-Za-z]))"
+)
 _MC_RESPONSE = re.compile(r"^(?:option|choice)?\s*[(\[]?\s*([A-Za-z])\s*[)\]]?(?=$|[\s.:,])")
 _LETTERS = re.compile(r"(?<![A-Za-z\\])([A-J])(?![A-Za-z])")
 
@@ -78,7 +88,9 @@ def _choice_letter(raw: str) -> tuple[str | None, bool]:
     if len(set(_LETTERS.findall(text))) > 1:
         return None, True
     match = _MC_RESPONSE.match(text)
-    return (match.group(1).upper() if match else None), False
+    if match is None or _AFTER_LETTER_MATH.match(text, match.end()):
+        return None, False
+    return match.group(1).upper(), False
 
 
 _HEDGE_WORDS = frozenset({"not", "or", "and", "no", "either", "maybe", "perhaps", "isn't", "never"})
@@ -92,6 +104,33 @@ def _states_text(answer: str, gold: str) -> bool:
         return False
     head = answer[: len(answer) - len(gold)]
     return (not head or head.endswith(" ")) and not (_HEDGE_WORDS & set(words))
+
+
+# Python frames the parser and the evaluator may use: a continued fraction 100 levels deep is
+# legal LaTeX (nesting stays bounded by `_parser.MAX_NESTING` and `_tree.MAX_TREE_DEPTH`). Since
+# Python 3.11 Python-to-Python calls do not use the C stack, so a higher limit is safe in any thread.
+STACK_FRAMES = 6000
+_stack_lock = threading.Lock()
+_stack_users = 0
+_stack_saved = 0
+
+
+@contextmanager
+def _stack_room() -> Iterator[None]:
+    """Raise the recursion limit while any check runs (restored when the last one ends)."""
+    global _stack_users, _stack_saved
+    with _stack_lock:
+        if _stack_users == 0:
+            _stack_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_stack_saved, STACK_FRAMES))
+        _stack_users += 1
+    try:
+        yield
+    finally:
+        with _stack_lock:
+            _stack_users -= 1
+            if _stack_users == 0:
+                sys.setrecursionlimit(_stack_saved)
 
 
 @dataclass(slots=True)
@@ -136,6 +175,12 @@ class MathVerifier(Verifier):
         letter = _MC.match(re.sub(r"\s+", "", clean(raw).replace(WORD_MARK, "")))
         if letter:
             return Gold(raw, "choice", policy, letter=letter.group(1))
+        labelled = _MC_CONTENT.match(raw)
+        if labelled:  # the letter, or the option's content, is the answer
+            content = parse_answer(labelled.group(3))
+            return Gold(
+                raw, "choice", policy, letter=labelled.group(1) or labelled.group(2), value=content.value
+            )
         parsed = parse_answer(raw)
         if parsed.value is not None:
             return Gold(raw, "math", policy, value=parsed.value)
@@ -145,7 +190,8 @@ class MathVerifier(Verifier):
         if len(response) > MAX_RESPONSE_CHARS:
             return _verdict(0.0, "response too long to judge", length=len(response))
         try:
-            return self._check(response, prepared)
+            with _stack_room():
+                return self._check(response, prepared)
         except RecursionError:  # the parser bounds depth; this is the last line of defence
             return _verdict(0.0, "answer nested too deeply to judge")
 
@@ -173,6 +219,8 @@ class MathVerifier(Verifier):
             letter, hedged = _choice_letter(raw)
             if hedged:
                 return _verdict(0.0, "several choices given (hedging)", answer=raw[:200])
+            if letter is None and gold.value is not None:
+                return self._check_math(found, gold)  # "42" for the gold "C. x = 42"
             if letter is None:
                 return _verdict(0.0, "no choice letter in the final answer", answer=raw[:200])
             letters.add(letter)
