@@ -21,6 +21,7 @@ class ErrorKind(StrEnum):
     unauthenticated = "unauthenticated"  # no valid key
     forbidden = "forbidden"  # a valid key without the right
     overloaded = "overloaded"  # come back later; nothing is wrong with the request
+    throttled = "throttled"  # this caller has too much in flight; come back later
     unavailable = "unavailable"  # no answer can be given now (e.g. samples without a verdict)
 
 

@@ -93,9 +93,11 @@ class VerifierComponent(_Strict):
 
 
 class GroupSpec(_Strict):
-    verifier: str | list[VerifierComponent] = Field(
-        description="A verifier name, or weighted components whose scores are summed into the reward."
-    )
+    verifier: Annotated[
+        Annotated[str, Field(min_length=1, max_length=200), Tag("name")]
+        | Annotated[list[VerifierComponent], Field(min_length=1), Tag("components")],
+        Discriminator(lambda v: "components" if isinstance(v, list) else "name"),
+    ] = Field(description="A verifier name, or weighted components whose scores are summed into the reward.")
     reference: Any = None
     responses: list[str] = Field(min_length=1)
     options: JSONObject = Field(

@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     # Admission per execution lane (cpu / sandbox / io, see scoring/admission.py): a request
     # whose expected queueing delay in a lane exceeds this is answered 503 + Retry-After.
     max_queue_wait_s: float = Field(default=15.0, gt=0.0, le=3600.0)
+    # Fairness between callers: requests one key may have in flight on /v1/ (scoring, catalog,
+    # registration) before more are answered 429 + Retry-After. Applies when keys are
+    # configured (an open service has no callers to tell apart); 0 = no limit.
+    max_concurrent_requests_per_key: int = Field(default=32, ge=0)
 
     # Request limits (clear 4xx errors beyond them).
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
@@ -73,8 +77,23 @@ class Settings(BaseSettings):
     webhook_max_concurrency: int = Field(default=32, ge=1, description="Calls in flight per type.")
     webhook_breaker_failures: int = Field(default=5, ge=1, description="Consecutive failures to open.")
     webhook_breaker_reset_s: float = Field(default=30.0, gt=0.0, description="Open state before a trial.")
+    # Webhook hosts are resolved at each call and the connection pinned to the address checked;
+    # addresses that are not public (private, loopback, link-local, ...) are refused unless in
+    # one of these networks (CIDR, e.g. "10.0.0.0/8,127.0.0.1/32").
+    webhook_allowed_networks: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Fernet keys encrypting webhook secrets at rest; the first encrypts, all decrypt (rotation).
+    # Without one, webhook types cannot be registered.
+    secret_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
 
-    @field_validator("extra_verifiers", "admin_keys", "api_keys", "webhook_allowed_hosts", mode="before")
+    @field_validator(
+        "extra_verifiers",
+        "admin_keys",
+        "api_keys",
+        "webhook_allowed_hosts",
+        "webhook_allowed_networks",
+        "secret_keys",
+        mode="before",
+    )
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):

@@ -21,6 +21,8 @@ from tests.conftest import make_settings
 from tests.timing import within
 
 WEBHOOK_SECRET = "s3cret-s3cret-s3cret"
+# Encrypts webhook secrets at rest in the test services (fixed: tests reopen their databases).
+SECRET_KEY = "rJjCr7pzpXZ6SbVNq7X0kCwMjmQ8sM4yJ5ZpW9rEQ7k="
 # Per-attempt webhook timeout of the test services, and how long /slow takes to answer: far
 # beyond every attempt and retry, so a call that returns sooner did not wait for the answer.
 WEBHOOK_TIMEOUT_S = within(0.5)
@@ -31,6 +33,9 @@ def registered_settings(db_path: Path, **overrides: object) -> Any:
     base: dict[str, object] = {
         "db_path": db_path,
         "webhook_allowed_hosts": ["127.0.0.1"],
+        # The loopback webhook of these tests: a private address, allowed explicitly.
+        "webhook_allowed_networks": ["127.0.0.0/8"],
+        "secret_keys": [SECRET_KEY],
         "webhook_timeout_s": WEBHOOK_TIMEOUT_S,
         "webhook_retries": 1,
         "webhook_breaker_failures": 3,

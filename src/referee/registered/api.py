@@ -8,6 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Kind = Literal["declarative", "python", "webhook"]
+# One pattern for every registered name: no upper case, no leading, trailing or doubled
+# separator, so no name can pose as another (`MATH`, `math.`) by its spelling.
+NAME_PATTERN = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$"
 
 
 class _Strict(BaseModel):
@@ -30,8 +33,13 @@ class RegisterExample(_Strict):
 
 class RegisterRequest(_Strict):
     name: str = Field(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$",
-        description="Letters, digits, `_`, `.`, `-`; `@` is reserved for versions.",
+        max_length=100,
+        pattern=NAME_PATTERN,
+        description=(
+            "Lower-case letters and digits in parts joined by single `.`, `_` or `-` "
+            "(`r1.math`, `house-style`); unique ignoring case, built-in names included. "
+            "`@` is reserved for versions."
+        ),
     )
     kind: Kind
     spec: dict[str, Any]
@@ -48,7 +56,9 @@ class VersionInfo(BaseModel):
     name: str
     version: int
     kind: Kind
-    digest: str = Field(description="SHA-256 of what decides verdicts: kind, spec, reference schema.")
+    digest: str = Field(
+        description="SHA-256 of what decides verdicts: kind, spec, reference schema (never a secret)."
+    )
     description: str
     spec: dict[str, Any]
     reference_schema: dict[str, Any] | None

@@ -26,6 +26,7 @@ from referee.errors import DomainError, ErrorKind
 from referee.models import Verdict, VerdictStatus
 from referee.registered import declarative, python_grader, webhook
 from referee.registered.api import RegisterExample, RegisterRequest, VersionInfo
+from referee.registered.secrets_box import SecretBox, SecretUnavailable
 from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
 from referee.settings import Settings
 from referee.verifiers.base import Verifier
@@ -67,9 +68,34 @@ class VerifierCatalog:
         self.installed = installed
         self.store = store
         self.webhooks = webhook.WebhookRuntime(settings)
+        self.secrets = SecretBox(settings.secret_keys)
         self._generation: object = None
         self._latest: dict[str, StoredVersion] = {}
         self._instances: dict[tuple[str, int], Verifier] = {}
+
+    async def reseal_secrets(self) -> int:
+        """Encrypt every stored webhook secret under the primary key of REFEREE_SECRET_KEYS
+        (plain-text ones from before encryption at rest, and ones under a rotated-out key that
+        is still configured); the number of secrets stored. A secret no key opens is kept."""
+        if not self.secrets.configured:
+            return 0
+
+        def reseal(stored: str) -> str:
+            try:
+                return self.secrets.reseal(stored)
+            except SecretUnavailable:
+                log.warning("webhook_secret_undecryptable")
+                return stored
+
+        return await asyncio.to_thread(self.store.reseal, reseal)
+
+    def _open_secret(self, stored: str | None) -> str | None:
+        if stored is None:
+            return None
+        try:
+            return self.secrets.open(stored)
+        except SecretUnavailable:
+            return None
 
     async def aclose(self) -> None:
         await self.webhooks.aclose()
@@ -131,7 +157,8 @@ class VerifierCatalog:
         key = (record.name, record.version)
         if key not in self._instances:
             doc = record.document
-            cls = self._build(record.name, str(record.version), record.kind, doc["spec"], doc, record.secret)
+            secret = self._open_secret(record.secret)  # None: no key opens it; calls are masked
+            cls = self._build(record.name, str(record.version), record.kind, doc["spec"], doc, secret)
             self._instances[key] = cls()
         return self._instances[key]
 
@@ -169,6 +196,26 @@ class VerifierCatalog:
                 f"{name!r} is a built-in verifier; it cannot be changed",
             )
 
+    def _guard_name(self, name: str) -> None:
+        """Names are unique ignoring case (and the pattern of RegisterRequest.name rules out
+        leading, trailing and doubled separators), so `MATH` or `math.` cannot pose as `math`."""
+        key = name.casefold()
+        builtin = next((n for n in self.installed.names() if n.casefold() == key), None)
+        if builtin is not None:
+            raise DomainError(
+                ErrorKind.conflict,
+                "builtin_verifier",
+                f"{name!r} is the name of the built-in verifier {builtin!r} (names ignore case)",
+            )
+        self._refresh()
+        taken = next((n for n in self._latest if n != name and n.casefold() == key), None)
+        if taken is not None:
+            raise DomainError(
+                ErrorKind.conflict,
+                "name_taken",
+                f"{name!r} differs only in case from the registered type {taken!r}",
+            )
+
     async def versions(self, name: str) -> list[VersionInfo]:
         self._guard_builtin(name)
         records = await asyncio.to_thread(self.store.versions, name)
@@ -194,7 +241,7 @@ class VerifierCatalog:
         self, request: RegisterRequest, score_examples: ScoreExamples
     ) -> tuple[StoredVersion, bool, str | None]:
         """Returns (stored version, created, secret to show once or None)."""
-        self._guard_builtin(request.name)
+        self._guard_name(request.name)
         n, limit = len(request.examples), self.settings.max_registered_examples
         _check_quota(n, limit, f"{n} examples; limit {limit}", "EXAMPLES")
         spec = dict(request.spec)
@@ -222,10 +269,23 @@ class VerifierCatalog:
         is given; the secret never stays in the spec (specs are shown to API-key holders)."""
         if request.kind != "webhook":
             return None, False
+        if not self.secrets.configured:
+            raise RegistrationError(
+                "webhooks_disabled",
+                "webhook types need REFEREE_SECRET_KEYS (a Fernet key) to store their secrets encrypted",
+                [{"loc": ["body", "kind"], "msg": "no secret key configured", "type": "webhooks_disabled"}],
+            )
         secret = spec.pop("secret", None)
         if secret is None:
             current = await asyncio.to_thread(self.store.get, request.name)
-            secret = current.secret if current is not None and current.kind == "webhook" else None
+            if current is not None and current.kind == "webhook" and current.secret is not None:
+                secret = self._open_secret(current.secret)
+                if secret is None:
+                    raise RegistrationError(
+                        "secret_undecryptable",
+                        "the stored secret cannot be decrypted with REFEREE_SECRET_KEYS; send a new `secret`",
+                        [{"loc": ["body", "spec", "secret"], "msg": "required", "type": "missing"}],
+                    )
         if secret is None:
             return secrets.token_urlsafe(32), True
         return secret, False
@@ -253,15 +313,20 @@ class VerifierCatalog:
     async def _store(
         self, request: RegisterRequest, spec: dict[str, Any], document: dict[str, Any], secret: str | None
     ) -> tuple[StoredVersion, bool]:
-        """Content-addressed: the same kind, spec and schema as the latest version is that version."""
+        """Content-addressed: the same kind, spec and schema (and, for a webhook, the same
+        secret) as the latest version is that version. The digest never covers the secret: it
+        is public, and a hash of a secret can be attacked offline."""
         hashed: dict[str, Any] = {
             "kind": request.kind,
             "spec": spec,
             "reference_schema": request.reference_schema,
         }
-        if secret is not None:  # a new secret is a new version; the secret itself is never stored in it
-            hashed["secret_sha256"] = hashlib.sha256(secret.encode()).hexdigest()
         digest = hashlib.sha256(canonical(hashed).encode()).hexdigest()
+
+        def same(latest: StoredVersion) -> bool:  # a new secret is a new version
+            return latest.digest == digest and self._open_secret(latest.secret) == secret
+
+        sealed = self.secrets.seal(secret) if secret is not None else None
         try:
             return await asyncio.to_thread(
                 self.store.add,
@@ -269,8 +334,9 @@ class VerifierCatalog:
                 request.kind,
                 digest,
                 document,
-                secret,
+                sealed,
                 max_names=self.settings.max_registered_types,
+                same=same,
             )
         except QuotaExceeded as exc:
             raise RegistrationError(

@@ -3,6 +3,8 @@
 A registered type is a name with numbered, immutable versions. Each version stores its
 canonical document (kind, spec, description, reference schema, examples) and the SHA-256 of
 the part that decides verdicts (`digest`), so two versions with the same digest judge alike.
+A webhook's signing secret is kept apart (`secret`, encrypted by the catalog) and is never
+part of the digest, which anyone with an API key can read.
 Disabling (HTTP DELETE) only stamps `disabled_at`: history is never deleted, and version
 numbers are never reused.
 
@@ -14,10 +16,12 @@ the quota check are race-free. A server database can replace it by implementing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -74,10 +78,16 @@ class VerifierStore(Protocol):
         secret: str | None,
         *,
         max_names: int,
+        same: Callable[[StoredVersion], bool] | None = None,
     ) -> tuple[StoredVersion, bool]:
         """Store the next version of `name`, or return its latest active version unchanged
-        (created=False) when that one has the same digest. Raises QuotaExceeded when `name`
-        has no active version and `max_names` names are already active."""
+        (created=False) when that one is the same: `same(latest)`, by default the same digest.
+        Raises QuotaExceeded when `name` has no active version and `max_names` names are
+        already active."""
+        ...
+
+    def reseal(self, transform: Callable[[str], str]) -> int:
+        """Replace every stored secret `s` by `transform(s)` in one transaction; the count."""
         ...
 
     def get(self, name: str, version: int | None = None) -> StoredVersion | None:
@@ -203,18 +213,17 @@ class SQLiteStore:
         secret: str | None,
         *,
         max_names: int,
+        same: Callable[[StoredVersion], bool] | None = None,
     ) -> tuple[StoredVersion, bool]:
         conn = self._connect(create=True)
         assert conn is not None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction(conn):
             latest = conn.execute(
                 f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? AND disabled_at IS NULL "
                 "ORDER BY version DESC LIMIT 1",
                 (name,),
             ).fetchone()
-            if latest is not None and latest[3] == digest:
-                conn.execute("COMMIT")
+            if latest is not None and (same(self._row(latest)) if same else latest[3] == digest):
                 return self._row(latest), False
             if latest is None:
                 (active_names,) = conn.execute(
@@ -239,20 +248,40 @@ class SQLiteStore:
                     None,
                 ),
             )
+        return stored, True
+
+    @contextlib.contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """One write transaction (serialised with every other writer); counted as a write."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         with self._lock:
             self._writes += 1
-        return stored, True
+
+    def reseal(self, transform: Callable[[str], str]) -> int:
+        conn = self._connect(create=False)
+        if conn is None:
+            return 0
+        with self._transaction(conn):
+            rows = conn.execute(
+                "SELECT name, version, secret FROM verifier_versions WHERE secret IS NOT NULL"
+            ).fetchall()
+            conn.executemany(
+                "UPDATE verifier_versions SET secret = ? WHERE name = ? AND version = ?",
+                [(transform(secret), name, version) for name, version, secret in rows],
+            )
+        return len(rows)
 
     def disable(self, name: str, version: int | None = None) -> list[int]:
         conn = self._connect(create=False)
         if conn is None:
             return []
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction(conn):
             if version is None:
                 rows = conn.execute(
                     "SELECT version FROM verifier_versions WHERE name = ? AND disabled_at IS NULL", (name,)
@@ -267,10 +296,4 @@ class SQLiteStore:
                 "UPDATE verifier_versions SET disabled_at = ? WHERE name = ? AND version = ?",
                 [(time.time(), name, v) for v in versions],
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        with self._lock:
-            self._writes += 1
         return versions

@@ -11,6 +11,13 @@ null, so a trainer masks the sample instead of learning from a fake 0. Timeouts,
 errors, 5xx, 408 and 429 are retried with jittered exponential backoff; other 4xx (a bad
 signature) are not. A per-URL circuit breaker stops calling a webhook after consecutive
 failures and lets one trial call through after a cool-down.
+
+DNS rebinding: the host is checked by name against `REFEREE_WEBHOOK_ALLOWED_HOSTS`, then resolved
+at each attempt, and every address it resolves to must be public (not private, loopback,
+link-local, shared, reserved or multicast) unless it lies in `REFEREE_WEBHOOK_ALLOWED_NETWORKS`.
+The connection goes to the address that was checked (the URL's host is replaced by it; the
+`Host` header and, for https, the TLS server name and certificate check keep the name), so a
+second resolution cannot send the call elsewhere.
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import ipaddress
 import json
 import math
 import random
+import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 import httpx
@@ -90,6 +99,36 @@ def host_allowed(url: str, allowed: Sequence[str]) -> bool:
     return False
 
 
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to (TCP), in the resolver's order."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class AddressRefused(Exception):
+    """The webhook's host resolves to an address it may not be called at."""
+
+
+def address_allowed(address: IPAddress, networks: Sequence[IPNetwork]) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if any(address in net for net in networks if net.version == address.version):
+        return True
+    return address.is_global and not address.is_multicast
+
+
+def parse_networks(entries: Sequence[str]) -> list[IPNetwork]:
+    try:
+        return [ipaddress.ip_network(e.strip(), strict=False) for e in entries if e.strip()]
+    except ValueError as exc:
+        raise ValueError(f"REFEREE_WEBHOOK_ALLOWED_NETWORKS: {exc}") from None
+
+
 def signature(secret: str, body: bytes, timestamp: int) -> str:
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
     return f"t={timestamp},v1={mac}"
@@ -142,9 +181,18 @@ class WebhookRuntime:
     `clock` is the breakers' time source (monotonic seconds), handed to each breaker when it
     is built: set it, as an argument or attribute, before the first call to a URL."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        resolver: Resolver = resolve_host,
+    ) -> None:
         self.settings = settings
         self.clock = clock
+        # Name -> addresses; tests pass a fake one to play a rebinding DNS server.
+        self.resolver = resolver
+        self.networks = parse_networks(settings.webhook_allowed_networks)
         # trust_env=False: proxy variables must not reroute calls away from the allowlisted host.
         self.client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
         self._breakers: dict[str, CircuitBreaker] = {}
@@ -162,6 +210,25 @@ class WebhookRuntime:
         if key not in self._limits:
             self._limits[key] = asyncio.Semaphore(self.settings.webhook_max_concurrency)
         return self._limits[key]
+
+    async def pin(self, url: httpx.URL) -> str:
+        """The address to connect to for `url`: its host resolved now, every address checked
+        (one forbidden address refuses them all: a rebinding server may answer either)."""
+        host = url.host
+        try:
+            addresses = [ipaddress.ip_address(host)]
+        except ValueError:
+            port = url.port or (443 if url.scheme == "https" else 80)
+            addresses = [ipaddress.ip_address(a.split("%")[0]) for a in await self.resolver(host, port)]
+        if not addresses:
+            raise OSError(f"{host} resolves to no address")
+        refused = [str(a) for a in addresses if not address_allowed(a, self.networks)]
+        if refused:
+            raise AddressRefused(
+                f"{host} resolves to {', '.join(refused[:3])}, not a public address "
+                "(allow it with REFEREE_WEBHOOK_ALLOWED_NETWORKS)"
+            )
+        return str(addresses[0])
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -196,6 +263,8 @@ class WebhookVerifier(AsyncVerifier):
         url = self.spec.url
         if not host_allowed(url, settings.webhook_allowed_hosts):
             raise VerifierError("webhook host is not in REFEREE_WEBHOOK_ALLOWED_HOSTS")
+        if not self.secret:
+            raise VerifierError("the webhook's signing secret cannot be decrypted (REFEREE_SECRET_KEYS)")
         breaker = self.runtime.breaker(url)
         body = json.dumps(
             {"response": response, "reference": reference, "options": options}, ensure_ascii=False
@@ -218,10 +287,14 @@ class WebhookVerifier(AsyncVerifier):
                             raise VerifierError(f"webhook circuit opened while retrying: {problem}")
                     try:
                         status, raw = await self._post(url, body, timeout)
+                    except AddressRefused as exc:
+                        settled = True
+                        breaker.failure()
+                        raise VerifierError(f"webhook address refused: {exc}") from None
                     except (httpx.TimeoutException, TimeoutError):
                         problem = f"timed out after {timeout:g} s"
                         continue
-                    except httpx.HTTPError as exc:
+                    except (httpx.HTTPError, OSError) as exc:  # OSError: the name does not resolve
                         problem = f"{type(exc).__name__}"
                         continue
                     if status >= 500 or status in (408, 429):
@@ -250,15 +323,20 @@ class WebhookVerifier(AsyncVerifier):
                     breaker.failure()
 
     async def _post(self, url: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+        target = httpx.URL(url)
         headers = {
             "content-type": "application/json",
+            "host": target.netloc.decode("ascii"),
             "x-referee-verifier": self.qualified_name(),
             SIGNATURE_HEADER: signature(self.secret, body, int(time.time())),
         }
-        # The whole exchange (connect, send, read) is bounded, not only each socket read.
+        # The TLS server name (and the certificate check) stay the URL's host name.
+        extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+        # The whole exchange (resolve, connect, send, read) is bounded, not only each socket read.
         async with asyncio.timeout(timeout):
+            pinned = target.copy_with(host=await self.runtime.pin(target))
             async with self.runtime.client.stream(
-                "POST", url, content=body, headers=headers, timeout=timeout
+                "POST", pinned, content=body, headers=headers, timeout=timeout, extensions=extensions
             ) as answer:
                 chunks, size = [], 0
                 async for chunk in answer.aiter_bytes():

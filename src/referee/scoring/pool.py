@@ -4,28 +4,44 @@ pebble kills the worker running a task that overstays its timeout and starts a r
 SIGALRM-based timeouts (Math-Verify's) cannot do this off the main thread, and a thread cannot
 be killed at all. Workers are forked from a forkserver that has already imported the
 verifiers, so a replacement is ready in milliseconds instead of re-importing every verifier module.
+
+If the pool itself breaks (its forkserver was killed, so no worker can be replaced, and pebble
+puts the pool in its error state), it is rebuilt: by the next task that finds it broken, and by
+`watch()`, which the service runs in the background so that `/readyz` recovers without traffic.
+A task caught in the breakage comes back as a `crashed` outcome (no verdict, masked), never as
+an exception; a watchdog deadline beyond the task's own timeout covers futures that a broken
+pool would never settle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
+import threading
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pebble
+import structlog
 
 from referee.errors import DomainError, ErrorKind
 from referee.scoring import worker
 from referee.settings import Settings
 from referee.verifiers import BUILTIN_MODULES
 
+log = structlog.get_logger(__name__)
+
 # What became of one verdict task: the worker's own kinds, or what the pool saw happen to it
 # ("timeout": killed at the hard limit, score 0; "crashed": the worker died, no verdict).
 OutcomeKind = Literal["ok", "memory", "error", "timeout", "crashed"]
 # Outcomes that are verdicts on the response (the rest mean no verdict could be reached).
 VERDICT_KINDS: frozenset[OutcomeKind] = frozenset({"ok", "memory", "timeout"})
+# A task's future must settle within its timeout plus this grace (pebble kills the worker at
+# the timeout); beyond it the pool is taken to be broken and the task has no verdict.
+WATCHDOG_GRACE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +67,22 @@ class WorkerPool:
         self.pending = 0
         self.timeouts = 0
         self.crashes = 0
+        self.rebuilds = 0
+        self._rebuild_lock = threading.Lock()
 
     @property
     def size(self) -> int:
         return self._settings.workers
 
     def start(self) -> None:
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> pebble.ProcessPool:
         context = multiprocessing.get_context("forkserver")
         # Preloading in the forkserver makes worker start-up (and replacement after a kill) cheap.
+        # A dead forkserver is started again by multiprocessing on the next process start.
         context.set_forkserver_preload(["referee.scoring.worker", *BUILTIN_MODULES])
-        self._pool = pebble.ProcessPool(
+        return pebble.ProcessPool(
             max_workers=self._settings.workers,
             initializer=worker.init_worker,
             initargs=(
@@ -70,6 +92,35 @@ class WorkerPool:
             ),
             context=context,
         )
+
+    def rebuild(self, broken: pebble.ProcessPool | None = None) -> bool:
+        """Replace the pool if it is `broken` (default: whichever is current) and no longer
+        active; True if a new pool was started. The broken pool's tasks are aborted by pebble
+        (their callers get `crashed` outcomes) and its processes are stopped in the background."""
+        with self._rebuild_lock:
+            current = self._pool
+            if current is None or (broken is not None and current is not broken) or current.active:
+                return False
+            self._pool = self._new_pool()
+            self.rebuilds += 1
+        log.warning("worker_pool_rebuilt", rebuilds=self.rebuilds)
+        threading.Thread(target=_stop_quietly, args=(current,), name="referee-pool-stop", daemon=True).start()
+        return True
+
+    async def watch(self, interval_s: float = 0.5) -> None:
+        """Rebuild the pool whenever it is found broken (run as a background task). An idle
+        pool is probed with a no-op task, which is how pebble notices a broken pool; a busy one
+        is checked by its own tasks."""
+        while True:
+            await asyncio.sleep(interval_s)
+            pool = self._pool
+            if pool is None:
+                continue
+            if pool.active and self.pending == 0:
+                with contextlib.suppress(RuntimeError):  # now marked broken: rebuilt below
+                    pool.schedule(worker.ping, timeout=60).add_done_callback(_consume)
+            if not pool.active:
+                self.rebuild(pool)
 
     async def warm_up(self) -> None:
         """Run one task per worker so the first real request does not pay for start-up."""
@@ -97,18 +148,34 @@ class WorkerPool:
                 f"{self.pending} verdicts pending; limit {self._settings.max_pending_verdicts}"
             )
 
+    def _schedule(self, args: tuple[Any, ...], timeout_s: float) -> tuple[pebble.ProcessPool, Any]:
+        """Schedule on the current pool; a pool found broken is rebuilt once and asked again."""
+        for attempt in range(2):
+            pool = self._require()
+            try:
+                return pool, pool.schedule(worker.run_check, args=args, timeout=timeout_s)
+            except RuntimeError:  # pebble: "Unexpected error within the Pool" / "not active"
+                if attempt or not self.rebuild(pool):
+                    raise
+        raise AssertionError("unreachable")
+
     async def run(
         self, ref: worker.WorkerRef, reference_json: str, options_json: str, response: str, timeout_s: float
     ) -> TaskOutcome:
-        pool = self._require()
         self.pending += 1
         try:
-            future = pool.schedule(
-                worker.run_check, args=(ref, reference_json, options_json, response), timeout=timeout_s
-            )
             try:
-                kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
+                pool, future = self._schedule((ref, reference_json, options_json, response), timeout_s)
+            except RuntimeError as exc:
+                self.crashes += 1
+                return TaskOutcome("crashed", None, f"verifier pool unavailable: {exc}"[:500], {}, 0.0)
+            watchdog = asyncio.timeout(timeout_s + WATCHDOG_GRACE_S)
+            try:
+                async with watchdog:
+                    kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
             except FutureTimeout:
+                if watchdog.expired():  # never settled: the pool is broken
+                    return self._broken(pool, future, "no result from the pool")
                 self.timeouts += 1
                 return TaskOutcome(
                     "timeout",
@@ -126,6 +193,8 @@ class WorkerPool:
                     {},
                     0.0,
                 )
+            except BrokenProcessPool as exc:  # the pool broke under this task (its forkserver died)
+                return self._broken(pool, future, f"{type(exc).__name__}: {exc}")
             except Exception as exc:  # e.g. a result that cannot be unpickled: no verdict, not a 500
                 return TaskOutcome(
                     "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
@@ -133,3 +202,23 @@ class WorkerPool:
             return TaskOutcome(kind, score, reason, details, elapsed)
         finally:
             self.pending -= 1
+
+    def _broken(self, pool: pebble.ProcessPool, future: Any, why: str) -> TaskOutcome:
+        future.cancel()
+        self.crashes += 1
+        self.rebuild(pool)
+        return TaskOutcome("crashed", None, f"verifier pool broke ({why}); pool rebuilt"[:500], {}, 0.0)
+
+
+def _consume(future: Any) -> None:
+    """Retrieve a probe's outcome so that a failure is not reported as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _stop_quietly(pool: pebble.ProcessPool) -> None:
+    try:
+        pool.stop()
+        pool.join(timeout=10)
+    except Exception as exc:  # a broken pool may fail to stop cleanly; its processes are gone anyway
+        log.warning("worker_pool_stop_failed", error=f"{type(exc).__name__}: {exc}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,7 +18,7 @@ from referee.sandbox import SandboxPool, SandboxSettings
 from referee.scoring import Admission, Scorer, WorkerPool
 from referee.service.auth import install_auth
 from referee.service.body_limit import BodySizeLimit
-from referee.service.errors import install_error_handlers
+from referee.service.errors import index_methods, install_error_handlers
 from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_registration import router as registration_router
@@ -57,8 +58,13 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(pool.close)
             stack.push_async_callback(catalog.aclose)
+            # Webhook secrets stored in plain text, or under a rotated-out key: encrypted anew.
+            resealed = await catalog.reseal_secrets()
             pool.start()
             await pool.warm_up()
+            # Rebuilds the worker pool if it breaks (its forkserver killed, say).
+            watcher = asyncio.create_task(pool.watch(), name="referee-pool-watch")
+            stack.callback(watcher.cancel)
             in_use = resources
             if in_use is None:
                 sandbox = await _start_sandbox(settings)
@@ -75,7 +81,12 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 admission=admission,
             )
             auth.log_mode()
-            log.info("referee_started", workers=settings.workers, verifiers=catalog.names())
+            log.info(
+                "referee_started",
+                workers=settings.workers,
+                verifiers=catalog.names(),
+                secrets_resealed=resealed,
+            )
             yield
 
     app = FastAPI(
@@ -91,6 +102,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     auth = install_auth(app, settings)
     app.include_router(router)
     app.include_router(registration_router)
+    index_methods(app, router, registration_router)
 
     @app.middleware("http")
     async def _count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

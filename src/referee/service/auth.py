@@ -7,6 +7,11 @@ use) and says so once in the log.
 
 Keys are compared in constant time: each candidate is hashed first (so lengths never differ)
 and compared with every configured key without stopping at the first match.
+
+Fairness: with keys configured, each key may have at most
+`REFEREE_MAX_CONCURRENT_REQUESTS_PER_KEY` requests in flight on `/v1/`; one more is answered
+429 with `Retry-After` before its body is read, so one trainer flooding the service cannot
+starve another of admission (the per-lane queueing bound, 503, applies to everyone).
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ class Auth:
             found |= hmac.compare_digest(candidate, key)
         return found
 
-    def role_of(self, authorization: str | None) -> Role:
-        """The caller's role; raises AuthError 401 when no valid key is presented."""
+    def identify(self, authorization: str | None) -> tuple[Role, bytes]:
+        """The caller's role and key digest; raises AuthError 401 when no valid key is presented."""
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
@@ -73,10 +78,14 @@ class Auth:
         is_admin = self._matches(candidate, self._admin)
         is_api = self._matches(candidate, self._api)
         if is_admin:
-            return Role.admin
+            return Role.admin, candidate
         if is_api:
-            return Role.client
+            return Role.client, candidate
         raise AuthError(ErrorKind.unauthenticated, "unknown key")
+
+    def role_of(self, authorization: str | None) -> Role:
+        """The caller's role; raises AuthError 401 when no valid key is presented."""
+        return self.identify(authorization)[0]
 
     def require(self, request: Request, role: Role) -> None:
         if self.open:
@@ -86,24 +95,48 @@ class Auth:
             raise AuthError(ErrorKind.forbidden, "this operation needs an admin key")
 
 
+class KeyQuotaExceeded(DomainError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            ErrorKind.throttled,
+            "too_many_requests",
+            f"this key has {limit} requests in flight (REFEREE_MAX_CONCURRENT_REQUESTS_PER_KEY); retry later",
+            {"limit": limit},
+            retry_after_s=1,
+        )
+
+
 class KeyGate:
     """Refuses `/v1/` requests without a valid key before their body is read, so unauthenticated
-    callers cannot make the service receive and parse large bodies. The routes' dependencies
-    still decide between client and admin."""
+    callers cannot make the service receive and parse large bodies, and holds each key to its
+    concurrency quota (`max_in_flight`, 0 = none). The routes' dependencies still decide
+    between client and admin."""
 
-    def __init__(self, app: ASGIApp, auth: Auth) -> None:
+    def __init__(self, app: ASGIApp, auth: Auth, max_in_flight: int = 0) -> None:
         self.app = app
         self.auth = auth
+        self.max_in_flight = max_in_flight
+        self.in_flight: dict[bytes, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.auth.open and scope["path"].startswith("/v1/"):
-            header = dict(scope.get("headers", ())).get(b"authorization", b"").decode("latin-1")
-            try:
-                self.auth.role_of(header)
-            except AuthError as exc:
-                await domain_error_response(exc)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http" or self.auth.open or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers", ())).get(b"authorization", b"").decode("latin-1")
+        try:
+            _, key = self.auth.identify(header)
+            if self.max_in_flight and self.in_flight.get(key, 0) >= self.max_in_flight:
+                raise KeyQuotaExceeded(self.max_in_flight)
+        except DomainError as exc:
+            await domain_error_response(exc)(scope, receive, send)
+            return
+        self.in_flight[key] = self.in_flight.get(key, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight[key] -= 1
+            if not self.in_flight[key]:
+                del self.in_flight[key]
 
 
 def install_auth(app: FastAPI, settings: Settings) -> Auth:
@@ -111,5 +144,5 @@ def install_auth(app: FastAPI, settings: Settings) -> Auth:
     routes' dependencies through the service's one `DomainError` handler; same body either way."""
     auth = Auth(settings)
     app.state.auth = auth
-    app.add_middleware(KeyGate, auth=auth)
+    app.add_middleware(KeyGate, auth=auth, max_in_flight=settings.max_concurrent_requests_per_key)
     return auth

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from referee.registered import VerifierCatalog
 from referee.scoring import Scorer
@@ -35,12 +36,22 @@ def _auth(request: Request) -> Auth:
     return auth
 
 
-async def require_client(request: Request) -> None:
+# Declares the bearer scheme in the OpenAPI document; the checks below (and KeyGate before
+# them) read the header themselves, so a missing key is the service's own 401 body.
+_BEARER = HTTPBearer(
+    auto_error=False,
+    description="An API key (scoring, catalog) or admin key (also registration); "
+    "required when REFEREE_API_KEYS or REFEREE_ADMIN_KEYS is set.",
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+
+
+async def require_client(request: Request, _: Credentials) -> None:
     """Scoring and catalog reads: an API or admin key (when keys are configured)."""
     _auth(request).require(request, Role.client)
 
 
-async def require_admin(request: Request) -> None:
+async def require_admin(request: Request, _: Credentials) -> None:
     """Registration and deletion: an admin key (when keys are configured)."""
     _auth(request).require(request, Role.admin)
 

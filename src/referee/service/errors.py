@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from referee.errors import DomainError, ErrorKind
 from referee.models import ErrorBody
@@ -32,28 +33,50 @@ STATUS: dict[ErrorKind, int] = {
     ErrorKind.unauthenticated: 401,
     ErrorKind.forbidden: 403,
     ErrorKind.overloaded: 503,
+    ErrorKind.throttled: 429,
     ErrorKind.unavailable: 503,
 }
 
 
 _DESCRIPTIONS = {
-    401: "Missing or unknown key",
+    401: "Missing or unknown key (when keys are configured)",
     403: "The key is not an admin key",
     404: "Unknown verifier",
     409: "A built-in verifier's name",
-    413: "Body too large",
-    422: "Invalid request; `detail` names the fields",
-    503: "Overloaded; retry after the Retry-After header",
+    413: "Body too large (REFEREE_MAX_BODY_BYTES)",
+    422: (
+        "Invalid request; `detail` names the fields. Besides the schema, a request is checked "
+        "against what it names: the reference and options against the verifier's own schemas "
+        "(`GET /v1/verifiers/{name}`), and the configured limits. Bodies that are not strict "
+        "JSON (not UTF-8, NaN or Infinity, lone surrogates, nested over 64 levels) are refused "
+        "here too (`type: json_invalid`)."
+    ),
+    429: "This key has too many requests in flight (REFEREE_MAX_CONCURRENT_REQUESTS_PER_KEY); retry after Retry-After",
+    503: "Overloaded (queueing time over REFEREE_MAX_QUEUE_WAIT_S); retry after Retry-After",
+}
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
+}
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},
+    429: _RETRY_AFTER,
+    503: _RETRY_AFTER,
 }
 
 
 def documented(*codes: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for these error codes, all with the `ErrorBody` schema;
     `descriptions` (keyed `d422=...`) replace the default wording for a route."""
-    return {
-        code: {"model": ErrorBody, "description": descriptions.get(f"d{code}", _DESCRIPTIONS[code])}
-        for code in codes
-    }
+    responses: dict[int | str, dict[str, Any]] = {}
+    for code in codes:
+        entry: dict[str, Any] = {
+            "model": ErrorBody,
+            "description": descriptions.get(f"d{code}", _DESCRIPTIONS[code]),
+        }
+        if code in _HEADERS:
+            entry["headers"] = _HEADERS[code]
+        responses[code] = entry
+    return responses
 
 
 def domain_error_response(exc: DomainError) -> JSONResponse:
@@ -69,10 +92,32 @@ def _clean_validation_errors(errors: Any) -> list[dict[str, Any]]:
     cleaned = []
     for e in errors:
         # The discriminator tags ("single"/"batch") are an implementation detail of /v1/score.
-        loc = [part for part in e.get("loc", ()) if part not in ("single", "batch")]
-        item = {"loc": loc, "msg": e.get("msg"), "type": e.get("type")}
+        loc: list[Any] = []
+        for part in e.get("loc", ()):
+            # Discriminator tags are an implementation detail: /v1/score's "single"/"batch", and
+            # a group verifier's "name"/"components".
+            if part in ("single", "batch") or (loc[-1:] == ["verifier"] and part in ("name", "components")):
+                continue
+            loc.append(part)
+        msg = e.get("msg")
+        if e.get("type") == "json_invalid" and (e.get("ctx") or {}).get("error"):
+            msg = f"{msg}: {e['ctx']['error']}"  # what is wrong with the JSON (service.json_body)
+        item = {"loc": loc, "msg": msg, "type": e.get("type")}
         cleaned.append(item)
     return cleaned
+
+
+def index_methods(app: FastAPI, *routers: APIRouter) -> None:
+    """Record which methods each path serves, for the `Allow` header of a 405 (Starlette names
+    only the first matching route's, and a path may be served by routes of two routers)."""
+    routes = [*app.router.routes, *(r for router in routers for r in router.routes)]
+    app.state.route_methods = [(r.path_regex, r.methods or set()) for r in routes if isinstance(r, Route)]
+
+
+def _allowed_methods(request: Request) -> str:
+    path = request.scope.get("path", "")
+    table = getattr(request.app.state, "route_methods", [])
+    return ", ".join(sorted({m for regex, methods in table if regex.match(path) for m in methods}))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -88,10 +133,18 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
+        if exc.status_code == 400:
+            # A body the framework could not read as JSON: a client mistake like any other
+            # malformed body, so the same 422 (the service never answers a bare 400).
+            detail = [{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}]
+            return error_response(422, "validation_error", f"invalid request body: {exc.detail}", detail)
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
             exc.status_code, "http_error"
         )
-        return error_response(exc.status_code, code, str(exc.detail))
+        return error_response(exc.status_code, code, str(exc.detail), **headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -28,10 +28,10 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, scatter_verdicts
-from referee.models import GroupResult, GroupSpec, JSONObject, VerdictStatus, VerifierComponent
+from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerdictStatus, VerifierComponent
 from referee.turns import Turns, select_turns
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
@@ -77,7 +77,8 @@ class OpenRLHFResponse(BaseModel):
 
 
 def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, JSONObject]:
-    """(verifier, reference, options) from one label; see the module docstring for the encoding."""
+    """(verifier, reference, options) from one label; see the module docstring for the encoding.
+    Raises ValueError for a label that names a verifier but cannot be used as sent."""
     parsed: Any = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
         try:
@@ -85,11 +86,20 @@ def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, 
         except ValueError:
             parsed = label
     if isinstance(parsed, dict) and "verifier" in parsed:
-        spec = parsed["verifier"]
-        verifier: VerifierSpec = (
-            [VerifierComponent.model_validate(c) for c in spec] if isinstance(spec, list) else str(spec)
-        )
-        return verifier, parsed.get("reference"), dict(parsed.get("options") or {})
+        spec, options = parsed["verifier"], parsed.get("options")
+        if not isinstance(options, dict | None):
+            raise ValueError("`options` must be an object")
+        verifier: VerifierSpec
+        if isinstance(spec, list):
+            try:
+                verifier = [VerifierComponent.model_validate(c) for c in spec]
+            except ValidationError as exc:
+                raise ValueError(f"invalid verifier component: {exc.errors()[0]['msg']}") from None
+        elif isinstance(spec, str):
+            verifier = spec
+        else:
+            raise ValueError("`verifier` must be a name or a list of weighted components")
+        return verifier, parsed.get("reference"), dict(options or {})
     return default_verifier, label, {}
 
 
@@ -114,33 +124,61 @@ def _response_text(query: str, prompt: str | None, strip_eos: bool, turns: Turns
     return strip_trailing_eos(text) if strip_eos else text
 
 
-async def openrlhf_rewards(
+def _invalid_label(message: str) -> Verdict:
+    return Verdict(
+        score=None,
+        status=VerdictStatus.error,
+        verifier="?",
+        reason=f"invalid input: {message}"[:1000],
+        details={"invalid": {"label": message[:1000]}},
+    )
+
+
+def is_invalid(verdict: Verdict) -> bool:
+    """True for a verdict that says the sample was sent wrong (a client mistake, never retried
+    away) rather than that no verdict could be reached now."""
+    return verdict.status is VerdictStatus.error and "invalid" in verdict.details
+
+
+async def openrlhf_verdicts(
     payload: OpenRLHFRequest,
     score_groups: ScoreGroups,
     *,
     default_verifier: str = "exact",
-    error_reward: float = 0.0,
     strip_eos: bool = True,
     turns: Turns = "last",
-) -> OpenRLHFResponse:
-    """Score one OpenRLHF batch with one grouped scoring pass (`score_groups` may chunk it)."""
+) -> list[Verdict]:
+    """One verdict per sample, in order, from one grouped scoring pass (`score_groups` may
+    chunk it). A label that cannot be used gets an error verdict saying why (`is_invalid`)."""
     n = len(payload.query)
     prompts: list[str | None] = list(payload.prompts) if payload.prompts is not None else [None] * n
     labels = payload.labels if payload.labels is not None else [None] * n
-    samples = []
+    samples: list[Sample] = []
+    verdicts: list[Verdict | None] = []
     for query, prompt, label in zip(payload.query, prompts, labels, strict=True):
-        verifier, reference, options = decode_label(label, default_verifier)
+        response = _response_text(query, prompt, strip_eos, turns)
+        try:
+            verifier, reference, options = decode_label(label, default_verifier)
+            # The sample as a group of its own: whatever a group may not be is refused here.
+            GroupSpec(verifier=verifier, reference=reference, responses=[response], options=options)
+        except ValidationError as exc:
+            verdicts.append(_invalid_label("; ".join(e["msg"] for e in exc.errors())))
+            continue
+        except ValueError as exc:
+            verdicts.append(_invalid_label(str(exc)))
+            continue
+        verdicts.append(None)
         samples.append(
-            Sample(
-                response=_response_text(query, prompt, strip_eos, turns),
-                reference=reference,
-                verifier=verifier,
-                options=options,
-                key=prompt,
-            )
+            Sample(response=response, reference=reference, verifier=verifier, options=options, key=prompt)
         )
     specs, where = group_samples(samples)
-    verdicts = scatter_verdicts(await score_groups(specs), where)
+    scored = iter(scatter_verdicts(await score_groups(specs), where) if specs else [])
+    return [verdict if verdict is not None else next(scored) for verdict in verdicts]
+
+
+def openrlhf_response(verdicts: list[Verdict], error_reward: float = 0.0) -> OpenRLHFResponse:
+    """OpenRLHF's answer: a number for every sample (`error_reward` where there is no verdict,
+    flagged in `extra_logs.referee_error`) and each weighted component's scores."""
     rewards, errors = [], []
     for verdict in verdicts:
         ok = verdict.status is VerdictStatus.ok and verdict.score is not None
@@ -152,3 +190,19 @@ async def openrlhf_rewards(
     for name, scores in component_scores(verdicts).items():
         extra_logs[f"referee/{name}"] = [float(s) if s is not None else error_reward for s in scores]
     return OpenRLHFResponse(rewards=rewards, scores=list(rewards), extra_logs=extra_logs)
+
+
+async def openrlhf_rewards(
+    payload: OpenRLHFRequest,
+    score_groups: ScoreGroups,
+    *,
+    default_verifier: str = "exact",
+    error_reward: float = 0.0,
+    strip_eos: bool = True,
+    turns: Turns = "last",
+) -> OpenRLHFResponse:
+    """Score one OpenRLHF batch with one grouped scoring pass (`score_groups` may chunk it)."""
+    verdicts = await openrlhf_verdicts(
+        payload, score_groups, default_verifier=default_verifier, strip_eos=strip_eos, turns=turns
+    )
+    return openrlhf_response(verdicts, error_reward)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, Field
 
-from referee.errors import DomainError, ErrorKind
+from referee.errors import DomainError, ErrorKind, InputError
 from referee.grouping import ChunkPolicy, score_in_chunks
 from referee.models import (
     AdvantageConfig,
@@ -20,25 +21,33 @@ from referee.models import (
     GroupsResponse,
     ScoreBody,
     Verdict,
+    VerdictStatus,
     VerifierExample,
     VerifierInfo,
     VerifierList,
 )
 from referee.service.deps import CLIENT, CatalogDep, MetricsDep, ScorerDep
 from referee.service.errors import documented
-from referee.service.openrlhf import OpenRLHFRequest, OpenRLHFResponse, openrlhf_rewards
+from referee.service.json_body import StrictJSONRoute
+from referee.service.openrlhf import (
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    is_invalid,
+    openrlhf_response,
+    openrlhf_verdicts,
+)
 from referee.turns import Turns
 from referee.verifiers import Verifier
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
-_ERRORS = documented(404, 413, 422, 503)
+_SCORING_ERRORS = documented(401, 404, 413, 422, 429, 503)
 
 
 @router.post(
     "/v1/score",
     response_model=Verdict | BatchScoreResponse,
-    responses=_ERRORS,
+    responses=_SCORING_ERRORS,
     tags=["scoring"],
     dependencies=CLIENT,
 )
@@ -51,7 +60,11 @@ async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdic
 
 
 @router.post(
-    "/v1/groups", response_model=GroupsResponse, responses=_ERRORS, tags=["scoring"], dependencies=CLIENT
+    "/v1/groups",
+    response_model=GroupsResponse,
+    responses=_SCORING_ERRORS,
+    tags=["scoring"],
+    dependencies=CLIENT,
 )
 async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
@@ -71,7 +84,13 @@ def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
     )
 
 
-@router.get("/v1/verifiers", response_model=VerifierList, tags=["verifiers"], dependencies=CLIENT)
+@router.get(
+    "/v1/verifiers",
+    response_model=VerifierList,
+    responses=documented(401, 429),
+    tags=["verifiers"],
+    dependencies=CLIENT,
+)
 async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList:
     """Installed verifiers (kind builtin/extra/plugin), then registered types (kind
     declarative/python/webhook, latest active version)."""
@@ -83,7 +102,7 @@ async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList
 @router.get(
     "/v1/verifiers/{name}",
     response_model=VerifierInfo,
-    responses=_ERRORS,
+    responses=documented(401, 404, 429),
     tags=["verifiers"],
     dependencies=CLIENT,
 )
@@ -101,14 +120,21 @@ _OPENRLHF_MAX_RESPONSES = 2048
 @router.post(
     "/v1/openrlhf/reward",
     response_model=OpenRLHFResponse,
-    responses=_ERRORS,
+    responses=documented(
+        401,
+        413,
+        422,
+        429,
+        503,
+        d503="Samples without a verdict (`no_verdict`, unless on_error=zero) or overloaded; retry after Retry-After",
+    ),
     tags=["adapters"],
     dependencies=CLIENT,
 )
 async def openrlhf_reward(
     payload: OpenRLHFRequest,
     scorer: ScorerDep,
-    verifier: str = "exact",
+    verifier: str = Query("exact", min_length=1, max_length=200),
     on_error: Literal["fail", "zero"] = "fail",
     strip_eos: bool = True,
     turns: str = Query("last", pattern=r"^(last|all|-?\d{1,4})$"),
@@ -118,7 +144,9 @@ async def openrlhf_reward(
     Each label is a JSON object string `{"verifier", "reference", "options"?}`, or a plain
     reference judged by `?verifier=`. OpenRLHF needs a number for every sample, so a batch with
     a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
-    is asked for, which reports those samples in `extra_logs.referee_error`. The
+    is asked for, which reports those samples in `extra_logs.referee_error`; when every such
+    sample was sent wrong (a label, reference or verifier name that cannot be used) the batch
+    is refused with 422 instead, since a retry would fail the same way. The
     end-of-sequence text OpenRLHF leaves on each response (`<|im_end|>`, `</s>`, ...) is
     stripped unless `strip_eos=false`. In a multi-turn episode the last assistant turn is
     judged (`turns=all`: all of them joined; `turns=k`: the k-th).
@@ -132,19 +160,45 @@ async def openrlhf_reward(
         return await score_in_chunks(score, specs, policy)
 
     which: Turns = turns if turns in ("last", "all") else int(turns)
-    result = await openrlhf_rewards(
+    verdicts = await openrlhf_verdicts(
         payload, score_groups, default_verifier=verifier, strip_eos=strip_eos, turns=which
     )
-    failed = [i for i, flag in enumerate(result.extra_logs.get("referee_error", [])) if flag]
-    if failed and on_error == "fail":
+    if on_error == "fail":
+        _refuse_failed_samples(verdicts)
+    return openrlhf_response(verdicts)
+
+
+def _refuse_failed_samples(verdicts: list[Verdict]) -> None:
+    """A batch with samples without a verdict: 503 (retry) if any could not be judged now,
+    else 422 naming the samples sent wrong (a retry would fail the same way)."""
+    failed = [i for i, v in enumerate(verdicts) if v.status is VerdictStatus.error]
+    if not failed:
+        return
+    transient = [i for i in failed if not is_invalid(verdicts[i])]
+    if transient:
         raise DomainError(
             ErrorKind.unavailable,
             "no_verdict",
-            f"{len(failed)} of {len(payload.query)} samples got no verdict; refusing to send fake rewards",
+            f"{len(failed)} of {len(verdicts)} samples got no verdict; refusing to send fake rewards",
             {"samples": failed[:100]},
             retry_after_s=5,
         )
-    return result
+    raise InputError(
+        [
+            {
+                "loc": ["body", "labels", i],
+                "msg": verdicts[i].reason or "invalid input",
+                "type": "invalid_sample",
+            }
+            for i in failed[:100]
+        ]
+    )
+
+
+class Readiness(BaseModel):
+    ready: bool
+    checks: dict[str, dict[str, Any]] = Field(description="workers (decides readiness), sandbox (reported)")
+    lanes: dict[str, dict[str, float]] = Field(description="Admission per execution lane")
 
 
 @router.get("/livez", tags=["health"])
@@ -152,12 +206,24 @@ async def livez() -> dict[str, str]:
     return {"status": "alive"}
 
 
-@router.get("/readyz", tags=["health"])
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses={
+        503: {"model": Readiness, "description": "Not ready: the worker pool is down (being rebuilt)"}
+    },
+    tags=["health"],
+)
 async def readyz(scorer: ScorerDep) -> JSONResponse:
     """Ready when the worker pool runs; the sandbox is reported (code verdicts need it) but
     does not make the service unready: every other verifier keeps working without it."""
     checks: dict[str, dict[str, Any]] = {
-        "workers": {"ok": scorer.pool.alive(), "size": scorer.pool.size, "pending": scorer.pool.pending}
+        "workers": {
+            "ok": scorer.pool.alive(),
+            "size": scorer.pool.size,
+            "pending": scorer.pool.pending,
+            "rebuilds": scorer.pool.rebuilds,
+        }
     }
     sandbox = scorer.resources.sandbox
     if sandbox is not None:
@@ -170,6 +236,12 @@ async def readyz(scorer: ScorerDep) -> JSONResponse:
     return JSONResponse(status_code=200 if ready else 503, content=content)
 
 
-@router.get("/metrics", tags=["health"])
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}},
+    tags=["health"],
+)
 async def metrics(metrics: MetricsDep) -> Response:
+    """Prometheus text exposition format."""
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -18,13 +18,12 @@ from referee.registered import (
 )
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, ScorerDep
 from referee.service.errors import documented
+from referee.service.json_body import StrictJSONRoute
 from referee.verifiers import Verifier
 
-router = APIRouter(tags=["registration"])
+router = APIRouter(tags=["registration"], route_class=StrictJSONRoute)
 
-_ERRORS = documented(
-    401, 403, 404, 409, 422, d422="Invalid spec, failing examples (`detail.failing`) or quota"
-)
+_READ_ERRORS = documented(401, 404, 409, 429, d409="A built-in verifier's name (not registered)")
 
 
 @router.post(
@@ -33,7 +32,21 @@ _ERRORS = documented(
     status_code=201,
     responses={
         200: {"model": RegisterResponse, "description": "Same content as the latest version"},
-        **_ERRORS,
+        **documented(
+            401,
+            403,
+            409,
+            413,
+            422,
+            429,
+            503,
+            d409="A name taken by a built-in verifier (compared case-insensitively)",
+            d422=(
+                "Invalid request, a spec that is not valid for its kind, failing examples "
+                "(`detail.failing`), a webhook host not allowed, or a quota"
+            ),
+            d503="Overloaded while scoring the examples; retry after Retry-After",
+        ),
     },
     dependencies=ADMIN,
 )
@@ -55,7 +68,7 @@ async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep
 @router.get(
     "/v1/verifiers/{name}/versions",
     response_model=VersionList,
-    responses=_ERRORS,
+    responses=_READ_ERRORS,
     dependencies=CLIENT,
 )
 async def versions(name: str, catalog: CatalogDep) -> VersionList:
@@ -66,7 +79,7 @@ async def versions(name: str, catalog: CatalogDep) -> VersionList:
 @router.delete(
     "/v1/verifiers/{name}",
     response_model=DisableResponse,
-    responses=_ERRORS,
+    responses=documented(401, 403, 404, 409, 429, d409="A built-in verifier's name (not registered)"),
     dependencies=ADMIN,
 )
 async def disable(name: str, catalog: CatalogDep) -> DisableResponse:
