@@ -33,23 +33,22 @@ def final_part(text: str) -> str | None:
     return text
 
 
+_BRACE = re.compile(r"\\[{}]|[{}]")
+_BOX = re.compile(r"\\(?:boxed|fbox)")
+
+
 def _brace_matches(text: str) -> dict[int, int]:
-    """Index of the matching `}` for every balanced `{`, in one linear pass; an escaped brace
-    (\\{ \\}) neither opens nor closes. Matching per box instead is quadratic on "\\boxed{" * 100000."""
+    """Index of the matching `}` for every balanced `{`, in one linear pass over the braces; an
+    escaped brace (\\{ \\}) neither opens nor closes. Matching per box instead is quadratic on
+    "\\boxed{" * 100000."""
     matches: dict[int, int] = {}
     stack: list[int] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] in "{}":
-            i += 2
-            continue
+    for brace in _BRACE.finditer(text):
+        ch = brace.group(0)
         if ch == "{":
-            stack.append(i)
+            stack.append(brace.start())
         elif ch == "}" and stack:
-            matches[stack.pop()] = i
-        i += 1
+            matches[stack.pop()] = brace.start()
     return matches
 
 
@@ -57,26 +56,20 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
     """All `\\boxed{...}` / `\\fbox{...}` occurrences as (start, end, contents), in order.
 
     `\\boxed 5` (no braces, one token) is accepted too, as LaTeX accepts it. Unbalanced boxes
-    (a truncated completion) are skipped.
+    (a truncated completion) are skipped. One scan for the commands, one for the braces.
     """
     spans: list[tuple[int, int, str]] = []
     matches: dict[int, int] | None = None
-    # Next occurrence of each command, refreshed only once passed: a fresh find() per box for a
-    # command that never occurs again would rescan the rest of the text every time (quadratic).
-    next_at = dict.fromkeys(_BOX_COMMANDS, -2)
+    n = len(text)
     i = 0
-    while True:
-        for cmd in _BOX_COMMANDS:
-            if -1 < next_at[cmd] < i or next_at[cmd] == -2:
-                next_at[cmd] = text.find(cmd, i)
-        starts = [(s, c) for c, s in next_at.items() if s >= 0]
-        if not starts:
-            return spans
-        start, cmd = min(starts)
-        j = start + len(cmd)
-        while j < len(text) and text[j] in " \t":
+    for box in _BOX.finditer(text):
+        start = box.start()
+        if start < i:
+            continue  # inside the previous box
+        j = box.end()
+        while j < n and text[j] in " \t":
             j += 1
-        if j < len(text) and text[j] == "{":
+        if j < n and text[j] == "{":
             if matches is None:
                 matches = _brace_matches(text)
             close = matches.get(j)
@@ -85,15 +78,16 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
                 continue
             spans.append((start, close + 1, text[j + 1 : close]))
             i = close + 1
-        elif j < len(text) and j > start + len(cmd) and text[j] not in "\\$":
-            # "\boxed 5": a single token up to whitespace or a math delimiter.
+        elif j < n and j > box.end() and text[j] not in "\\$":
+            # "\\boxed 5": a single token up to whitespace or a math delimiter.
             k = j
-            while k < len(text) and not text[k].isspace() and text[k] not in "$":
+            while k < n and not text[k].isspace() and text[k] not in "$":
                 k += 1
             spans.append((start, k, text[j:k]))
             i = k
         else:
             i = j
+    return spans
 
 
 def all_boxed(text: str) -> list[str]:

@@ -23,7 +23,7 @@ _RETRACT = re.compile(
     r"(?i)\b(?:actually|wait|oops|mistake|wrong|incorrect|not correct|error|correction|instead|"
     r"re-?check\w*|re-?do|re-?comput\w*|re-?calculat\w*|re-?count\w*|miscalculat\w*|dropped a|"
     r"scratch that|on second thought|correct (?:value|answer|result|total|count|number) is|"
-    r"should be|i missed|missed|overlooked|forgot)\b"
+    r"should be)\b"
 )
 # A last sentence like these does not state a result.
 _NOT_A_CONCLUSION = re.compile(
@@ -50,7 +50,7 @@ _CHOICE = re.compile(
 )
 _COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
 _PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
-_SENTENCE_BREAK = re.compile(r"[.!?]\s+|\n\s*")
+_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?]\s+|\n\s*")
 _LIST_GAP = re.compile(r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$")
 # Chat-template tokens: what follows one is not the response ("<|im_start|>user ...").
 _CHAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,20}\|>|</s>|<s>|<(?:end|start)_of_turn>|\[/?INST\]")
@@ -151,6 +151,8 @@ def _after_link(text: str) -> str:
     if last is None:
         return text
     rest = text[last.end() :]
+    if _NEGATED.match(rest):  # "16, which is not 15": the negated part is not the answer
+        return text
     return rest if any(ch.isdigit() or ch in "$\\" for ch in rest) else text
 
 
