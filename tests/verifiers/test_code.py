@@ -21,6 +21,7 @@ from referee.sandbox.languages import LANGUAGES
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import Job, SandboxUnavailable, TestInput, TestRun
 from referee.sandbox.run_limits import Limits
+from referee.sandbox.scripts import plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.service.background import BackgroundServer
 from referee.verifiers import Resources
@@ -297,9 +298,74 @@ def test_only_program_calls_go_to_the_sandbox(tests: str, exprs: tuple[str, ...]
         "assert sorted(f(1), key=len) == []",
     ],
 )
-def test_unsplittable_asserts_are_rejected(tests: str) -> None:
-    with pytest.raises(ValidationError, match="unsupported assert"):
-        CodeVerifier.validate_reference({"language": "python", "test_format": "assert", "tests": tests})
+def test_asserts_the_host_cannot_split_go_to_the_tester(tests: str) -> None:
+    """Beyond the host's whitelist evaluator, test code is judged by the in-sandbox tester
+    (sandbox/scripts.py, tester.py) instead of being refused: one test per assert."""
+    with pytest.raises(judge.UnsupportedAssert):
+        judge.plan_asserts(tests)
+    ref = CodeVerifier.validate_reference({"language": "python", "test_format": "assert", "tests": tests})
+    prepared = CodeVerifier().prepare(ref, CodeOptions())
+    assert prepared.mode == "script" and prepared.notes["judged_by"] == "tester"
+    assert len(prepared.inputs) == 1
+    spec = json.loads(prepared.inputs[0].spec or b"")
+    assert spec["test"].startswith("assert") and "f(" in spec["test"]
+
+
+@pytest.mark.parametrize(
+    ("tests", "planned"),
+    [
+        # A loop of asserts is one test; the helper and the import are every test's prelude.
+        (
+            "import math\ndef close(a, b):\n    return abs(a - b) < 1e-9\n"
+            "for x in [1, 2]:\n    assert close(f(x), x)\nassert f(0) == 0\n",
+            [(4, "for x in [1, 2]:"), (6, "assert f(0) == 0")],
+        ),
+        # HumanEval: no top-level assert, a check function -> check(entry_point).
+        ("def check(candidate):\n    assert candidate(1) == 2\n", [(0, "check(inc)")]),
+        # A call of a test function is a test; `assert True` is none (not counted).
+        ("def test_all():\n    assert g() == 1\nassert True\ntest_all()\n", [(4, "test_all()")]),
+    ],
+)
+def test_how_test_code_is_cut_into_tests(tests: str, planned: list[tuple[int, str]]) -> None:
+    cut = plan_script(tests, None, "inc")
+    assert [(t.line, t.test.splitlines()[0]) for t in cut if not t.trivial] == planned
+    for test in cut:  # no test runs twice: none is in another's prelude
+        assert all(test.test.splitlines()[0] not in other.prelude.splitlines() for other in cut)
+
+
+@pytest.mark.parametrize(
+    ("reference", "error"),
+    [
+        ({"tests": "def check(candidate):\n    assert candidate(1)\n"}, "no `check` function|no assert"),
+        ({"tests": "assert f(1) == 1", "setup": "def ("}, "does not parse"),
+        (
+            {"test_format": "stdio", "tests": [{"input": "", "output": "1"}], "setup": "x = 1"},
+            "setup and entry_point",
+        ),
+        ({"tests": "assert f(1) == 1", "entry_point": "not a name"}, "entry_point"),
+    ],
+)
+def test_script_references_that_cannot_run_are_refused(reference: dict[str, object], error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        CodeVerifier.validate_reference({"language": "python", "test_format": "assert", **reference})
+
+
+def test_benchmark_rows_as_published() -> None:
+    """HumanEval's and MBPP's row shapes are references as they are (the extra fields dropped)."""
+    humaneval = {
+        "task_id": "HumanEval/0",
+        "prompt": "from typing import List\n\ndef inc(x: int) -> int:\n    ...\n",
+        "canonical_solution": "    return x + 1\n",
+        "test": "def check(candidate):\n    assert candidate(1) == 2\n",
+        "entry_point": "inc",
+    }
+    ref = CodeVerifier.validate_reference(humaneval)
+    assert (ref.entry_point, ref.setup, ref.test_format) == ("inc", humaneval["prompt"], "assert")
+    mbpp = {"task_id": 596, "code": "...", "test_imports": ["import sys"], "test_list": ["assert f(1) == 1"]}
+    ref = CodeVerifier.validate_reference(mbpp)
+    assert ref.tests == "import sys\nassert f(1) == 1" and ref.setup is None
+    original = {"task_id": 1, "text": "...", "test_setup_code": "X = 1", "test_list": ["assert f(X) == 1"]}
+    assert CodeVerifier.validate_reference(original).setup == "X = 1"
 
 
 def _t(value: object) -> dict[str, object]:

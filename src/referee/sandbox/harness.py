@@ -177,10 +177,13 @@ def evaluate(expr, namespace):
         return raised(exc)
 
 
-def load_candidate():
+def load_candidate(setup=None):
+    """The program as module `solution`; `setup` (a reference's helpers, see tester.py) first."""
     module = types.ModuleType("solution")
     module.__file__ = SOURCE
     sys.modules["solution"] = module
+    if setup:
+        exec(compile(setup, "<setup>", "exec"), module.__dict__)  # safe: sandbox only  # noqa: S102
     with open(SOURCE, "rb") as handle:
         code = compile(handle.read(), SOURCE, "exec")  # safe: runs only inside the sandbox container
     sys.argv = [SOURCE]

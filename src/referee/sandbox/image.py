@@ -30,7 +30,7 @@ from referee.sandbox.settings import SandboxSettings, docker_module
 
 LAYOUT_VERSION = "2"
 HERE = Path(__file__).resolve().parent
-IN_IMAGE_FILES = ("supervisor.py", "harness.py", "zygote.py")
+IN_IMAGE_FILES = ("supervisor.py", "harness.py", "tester.py", "tagged.py", "zygote.py")
 RECIPE_LABEL = "org.referee.sandbox.recipe"
 # Removed from the rootfs before import: package caches and docs nobody runs.
 PRUNE = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 # The harness that runs one `function` / `assert` test of a Python program (see harness.py);
 # not -S: candidates may call the exit()/quit() builtins that `site` installs.
 PYTHON_HARNESS = ("python3", "-I", "/opt/referee/harness.py")
+# Test code beyond the host's assert evaluator: trusted tester + program process (tester.py).
+PYTHON_TESTER = ("python3", "-I", "/opt/referee/tester.py")
 # Python's "compile" step: parse only (nothing of the program runs), in a child process under
 # the compile limits like any compiler, so a syntax bomb (a literal or f-string that explodes
 # the parser in time or memory) is the program's compile_error, never a stuck judge.

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from referee.sandbox.hardening import CANDIDATE_ENV
-from referee.sandbox.languages import Language
+from referee.sandbox.languages import PYTHON_TESTER, Language
 from referee.sandbox.run_limits import Limits
 
 
@@ -125,7 +125,7 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
         "compile": list(lang.compile) if lang.compile else None,
         "artifacts": list(lang.artifacts),
         "run": list(lang.run),
-        "harness": list(lang.harness) if lang.harness else None,
+        "harness": list(PYTHON_TESTER) if job.mode == "script" else list(lang.harness or ()) or None,
         "mode": job.mode,
         "tests": [
             {"stdin": b64(t.stdin), "spec": b64(t.spec) if t.spec is not None else None} for t in job.tests

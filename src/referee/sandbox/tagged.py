@@ -63,7 +63,11 @@ def check_hashes(items: list[Any]) -> list[Any]:
     return items
 
 
-def decode_tagged(obj: Any) -> Any:
+def decode_tagged(obj: Any, opaque: Any = None, iterated: Any = None) -> Any:
+    """Plain Python from a tagged value. `opaque(type_name, truth)` and `iterated(items)` build
+    what is not plain data (default: Opaque, Iterated); the in-sandbox tester passes its own."""
+    opaque = opaque or Opaque
+    iterated = iterated or Iterated
     kind = obj.get("t")
     if kind == "none":
         return None
@@ -81,18 +85,20 @@ def decode_tagged(obj: Any) -> Any:
         data = base64.b64decode(obj["v"])
         return data if kind == "bytes" else bytearray(data)
     if kind in ("list", "tuple"):
-        items = [decode_tagged(x) for x in obj["v"]]
+        items = [decode_tagged(x, opaque, iterated) for x in obj["v"]]
         return items if kind == "list" else tuple(items)
     if kind in ("set", "frozenset"):
-        items = check_hashes([decode_tagged(x) for x in obj["v"]])
+        items = check_hashes([decode_tagged(x, opaque, iterated) for x in obj["v"]])
         return set(items) if kind == "set" else frozenset(items)
     if kind == "dict":
-        pairs = [(decode_tagged(k), decode_tagged(v)) for k, v in obj["v"]]
+        pairs = [
+            (decode_tagged(k, opaque, iterated), decode_tagged(v, opaque, iterated)) for k, v in obj["v"]
+        ]
         check_hashes([k for k, _ in pairs])
         return dict(pairs)
     if kind == "range":
         return range(int(obj["start"]), int(obj["stop"]), int(obj["step"]))
     if kind == "iter":
-        return Iterated([decode_tagged(x) for x in obj["v"]])
+        return iterated([decode_tagged(x, opaque, iterated) for x in obj["v"]])
     truth = obj.get("truth")
-    return Opaque(str(obj.get("type", "?"))[:100], truth if isinstance(truth, bool) else None)
+    return opaque(str(obj.get("type", "?"))[:100], truth if isinstance(truth, bool) else None)

@@ -35,6 +35,7 @@ from referee.sandbox.protocol import (
     TestVerdict,
 )
 from referee.sandbox.run_limits import Limits
+from referee.sandbox.scripts import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.verifiers import extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
@@ -42,6 +43,7 @@ from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Reso
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
 MAX_OUTPUT_LIMIT = 16 << 20
+MAX_SETUP_CHARS = 1 << 20
 NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
 
 
@@ -76,6 +78,51 @@ class CodeReference(BaseModel):
         le=MAX_OUTPUT_LIMIT,
         description="This problem's stdout cap per test; wins over the option and the service's 1 MiB.",
     )
+    setup: str | None = Field(
+        default=None,
+        max_length=MAX_SETUP_CHARS,
+        description=(
+            "Python assert tests: trusted code (the prompt's helpers and imports, MBPP's "
+            "test_setup_code) run before the program, so it may use them, and separately for "
+            "the tests, which see these definitions whatever the program redefines."
+        ),
+    )
+    entry_point: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description=(
+            "Python assert tests: the program's function the tests call as `candidate` "
+            "(HumanEval: `check(candidate)` is called with it)."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _benchmark_rows(cls, data: Any) -> Any:
+        """HumanEval and MBPP rows as published: HumanEval's ``{"prompt", "test",
+        "entry_point", ...}`` (the prompt is the setup: its imports and helpers), MBPP's
+        ``{"test_list", "test_imports"? | "test_setup_code"?, ...}``. Other fields of the row
+        (task_id, canonical_solution, code, text, ...) are dropped."""
+        if not isinstance(data, dict) or "tests" in data or "language" in data:
+            return data
+        if {"test", "entry_point"} <= data.keys():
+            return {
+                "language": "python",
+                "test_format": "assert",
+                "tests": data["test"],
+                "entry_point": data["entry_point"],
+                "setup": data.get("prompt") or None,
+            }
+        if "test_list" in data and isinstance(data["test_list"], list):
+            imports = data.get("test_imports") or []
+            lines = [*imports, *data["test_list"]] if isinstance(imports, list) else data["test_list"]
+            return {
+                "language": "python",
+                "test_format": "assert",
+                "tests": "\n".join(str(line) for line in lines),
+                "setup": data.get("test_setup_code") or None,
+            }
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -115,23 +162,20 @@ class CodeReference(BaseModel):
         if self.test_format not in lang.formats:
             raise ValueError(f"{self.language} supports the formats {sorted(lang.formats)}")
         want = {"stdio": StdioTest, "function": FunctionTest, "assert": str}[self.test_format]
+        if (self.setup or self.entry_point) and self.test_format != "assert":
+            raise ValueError("setup and entry_point belong to Python assert tests")
         if want is str:
             if not isinstance(self.tests, str):
                 raise ValueError("assert tests must be a string of assert statements")
             try:
-                planned = judge.plan_asserts(self.tests)
+                planned = plan_python_tests(self)
             except SyntaxError as exc:
-                raise ValueError(f"assert tests do not parse: {exc}") from None
-            except judge.UnsupportedAssert as exc:
-                raise ValueError(
-                    f"unsupported assert ({exc}); supported: calls of the program's functions, "
-                    "literals, comparisons, and/or/not, arithmetic, subscripts and abs, round, len, "
-                    "sorted, set, frozenset, list, tuple, dict, sum, min, max, all, any, int, float, "
-                    "str, bool, reversed, isinstance, math.isclose/sqrt/fabs/floor/ceil"
-                ) from None
+                raise ValueError(f"the test code or setup does not parse: {exc}") from None
             if not planned:
                 raise ValueError("assert tests contain no assert statement")
             for test in planned:
+                if isinstance(test, ScriptTest):
+                    continue  # judged by the tester: a trivial one is only left uncounted
                 why = judge.trivial_failure(test) if test.trivial else None
                 if why is not None:
                     raise ValueError(
@@ -151,6 +195,19 @@ class CodeReference(BaseModel):
         if not 1 <= count <= MAX_TESTS:
             raise ValueError(f"between 1 and {MAX_TESTS} tests are needed")
         return self
+
+
+def plan_python_tests(ref: CodeReference) -> list[judge.AssertTest] | list[ScriptTest]:
+    """Python assert tests: judged by the host's assert evaluator when it can express every
+    assert and the reference has no setup or entry point, else by the in-sandbox tester
+    (referee.sandbox.scripts). Raises SyntaxError, or ValueError when nothing can be run."""
+    assert isinstance(ref.tests, str)
+    if not ref.setup and not ref.entry_point:
+        try:
+            return judge.plan_asserts(ref.tests)
+        except judge.UnsupportedAssert:
+            pass
+    return plan_script(ref.tests, ref.setup, ref.entry_point)
 
 
 class CodeOptions(BaseModel):
@@ -283,6 +340,8 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
     payload = judge.parse_payload(run.result)
     if mode == "assert":
         return judge.judge_assert(expected, payload)
+    if mode == "script":
+        return judge_script(expected, payload)
     if not isinstance(payload, dict):
         return "wrong_answer", "the program exited before the function was called"
     if not payload.get("ok"):
@@ -355,17 +414,22 @@ class CodeVerifier(AsyncVerifier):
         ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
         lang = LANGUAGES[ref.language]
         if ref.test_format == "assert":
-            assert isinstance(ref.tests, str)
-            planned = judge.plan_asserts(ref.tests)
-            counted = [t for t in planned if not t.trivial]
+            planned = plan_python_tests(ref)
+            skipped = [t.line for t in planned if t.trivial]
+            notes: dict[str, Any] = {"not_counted": {"lines": skipped, "why": NOT_COUNTED}} if skipped else {}
+            scripts = [t for t in planned if isinstance(t, ScriptTest) and not t.trivial]
+            if scripts:
+                specs = (json.dumps(t.spec(ref.setup, ref.entry_point)).encode() for t in scripts)
+                notes["judged_by"] = "tester"  # a trusted process in the sandbox (sandbox/scripts.py)
+                inputs = tuple(TestInput(spec=spec) for spec in specs)
+                return Prepared(lang, "script", inputs, tuple(scripts), ref.output_limit_bytes, notes=notes)
+            counted = [t for t in planned if isinstance(t, judge.AssertTest) and not t.trivial]
             inputs = tuple(
                 TestInput(
                     spec=json.dumps({"mode": "assert", "setup": t.setup, "exprs": list(t.exprs)}).encode()
                 )
                 for t in counted
             )
-            skipped = [t.line for t in planned if t.trivial]
-            notes = {"not_counted": {"lines": skipped, "why": NOT_COUNTED}} if skipped else {}
             return Prepared(lang, "assert", inputs, tuple(counted), ref.output_limit_bytes, notes=notes)
         if ref.test_format == "function":
             ftests = [t for t in ref.tests if isinstance(t, FunctionTest)]
