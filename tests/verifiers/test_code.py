@@ -208,6 +208,29 @@ def test_stdio_rules(got: bytes, expected: str, ok: bool) -> None:
     assert judge.compare_stdio(got, expected)[0] is ok
 
 
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        (b" 3 \n\n 4\n", "3\n4\n", True),  # lines stripped, blank lines dropped
+        (b"1   2\n", "1 2\n", True),  # tokens split on any whitespace
+        (b"2 1\n", "1 2\n", False),  # order matters: no token-set fallback
+        (b"0.333334\n", "0.333333\n", True),  # within 1e-8 + 1e-5*|exp|
+        (b"0.3334\n", "0.333333\n", False),
+        (b"3.00001\n", "3\n", True),  # one token of the pair is not an integer: tolerance
+        (b"4\n", "3\n", False),  # two integers: exact
+        (b"10\n", "010\n", False),
+        (b"yes\n", "YES\n", False),
+        (b"3\n", "3\n4\n", False),
+    ],
+)
+def test_stdio_apps_convention(got: bytes, expected: str, ok: bool) -> None:
+    """The `apps` convention (verl's APPS-derived checkers), option stdio_convention="apps"."""
+    assert judge.compare_stdio(got, expected, convention="apps")[0] is ok
+    run = TestRun(status="exited", exit_code=0, stdout=got)
+    verdict, _ = classify(run, PY, "stdio", expected, "apps")
+    assert (verdict == "accepted") is ok
+
+
 def test_a_huge_numeric_looking_token_is_judged_in_linear_time() -> None:
     started = time.perf_counter()
     for got in (b"1" * (1 << 20) + b"x", b"1" * (1 << 20), b"1." + b"1" * (1 << 20) + b"e"):

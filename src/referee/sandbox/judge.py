@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Literal
 
 from referee.sandbox.asserts import AssertTest, UnsupportedAssert, judge_assert, plan_asserts, trivial_failure
 from referee.sandbox.tagged import Opaque, OpaqueValue, decode_tagged
@@ -56,27 +56,59 @@ def _close(got: float, exp: float, tol: float) -> bool:
     return abs(got - exp) <= tol * max(1.0, abs(exp))
 
 
-def _lines(text: str) -> list[str]:
+# How stdout is compared (the `stdio_convention` option of the code verifier):
+# - "policy" (the default, code_dev.jsonl's rule): trailing whitespace of each line and trailing
+#   empty lines ignored; tokens equal, except numbers where the expected token is a float
+#   literal, within 1e-6 * max(1, |expected|).
+# - "apps": the convention of the APPS-derived checkers that verl's code data sources (apps,
+#   taco, codecontests, primeintellect) are scored with (verl/utils/reward_score/prime_code/
+#   testing_util.py): each line stripped at both ends, empty lines dropped, tokens split on any
+#   whitespace, numbers (any, once one token of the pair is not an integer) within numpy's
+#   allclose defaults |got - exp| <= 1e-8 + 1e-5 * |exp|. Not adopted from there: its last
+#   resort that compares the *sets* of tokens (any order), which accepts wrong outputs.
+StdioConvention = Literal["policy", "apps"]
+APPS_RTOL, APPS_ATOL = 1e-5, 1e-8
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _lines(text: str, convention: StdioConvention = "policy") -> list[str]:
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    if convention == "apps":
+        return [line.strip() for line in lines if line.strip()]
     while lines and not lines[-1]:
         lines.pop()
     return lines
 
 
-def _line_matches(got: str, exp: str, tol: float) -> bool:
+def _numeric_pair(g: str, e: str) -> bool:
+    return (
+        len(g) <= MAX_NUMBER_CHARS  # a longer token is no number we compare with tolerance
+        and len(e) <= MAX_NUMBER_CHARS
+        and _NUMBER.fullmatch(g) is not None
+        and _NUMBER.fullmatch(e) is not None
+    )
+
+
+def _line_matches(got: str, exp: str, tol: float, convention: StdioConvention = "policy") -> bool:
     if got == exp:
         return True
-    got_parts, exp_parts = _TOKEN_SPLIT.split(got), _TOKEN_SPLIT.split(exp)
+    if convention == "apps":
+        got_parts, exp_parts = got.split(), exp.split()
+    else:
+        got_parts, exp_parts = _TOKEN_SPLIT.split(got), _TOKEN_SPLIT.split(exp)
     if len(got_parts) != len(exp_parts):
         return False
     for g, e in zip(got_parts, exp_parts, strict=True):
         if g == e:
             continue
-        if len(g) > MAX_NUMBER_CHARS or len(e) > MAX_NUMBER_CHARS:
-            return False  # not a number we compare with tolerance: they differ as text
-        if not (_NUMBER.fullmatch(g) and _NUMBER.fullmatch(e) and any(c in e for c in ".eE")):
+        if not _numeric_pair(g, e):
             return False
-        if not _close(float(g), float(e), tol):
+        if convention == "apps":
+            if _INTEGER.fullmatch(g) and _INTEGER.fullmatch(e):
+                return False  # two integers: exact, as there
+            if not abs(float(g) - float(e)) <= APPS_ATOL + APPS_RTOL * abs(float(e)):
+                return False
+        elif not (any(c in e for c in ".eE") and _close(float(g), float(e), tol)):
             return False
     return True
 
@@ -87,11 +119,13 @@ def stdio_bytes(expected: str) -> int:
     return len("\n".join(_lines(expected)).encode("utf-8", "surrogatepass"))
 
 
-def compare_stdio(got: bytes, expected: str, tol: float = 1e-6) -> tuple[bool, str | None]:
-    got_lines = _lines(got.decode("utf-8", "replace"))
-    exp_lines = _lines(expected)
+def compare_stdio(
+    got: bytes, expected: str, tol: float = 1e-6, convention: StdioConvention = "policy"
+) -> tuple[bool, str | None]:
+    got_lines = _lines(got.decode("utf-8", "replace"), convention)
+    exp_lines = _lines(expected, convention)
     for i, (g, e) in enumerate(zip(got_lines, exp_lines, strict=False)):
-        if not _line_matches(g, e, tol):
+        if not _line_matches(g, e, tol, convention):
             return False, f"line {i + 1} differs: got {g[:80]!r}, expected {e[:80]!r}"
     if len(got_lines) != len(exp_lines):
         return False, f"got {len(got_lines)} lines, expected {len(exp_lines)}"

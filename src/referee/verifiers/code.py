@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.sandbox import judge
+from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
 from referee.sandbox.protocol import (
     Job,
@@ -226,6 +227,15 @@ class CodeOptions(BaseModel):
     extract: Literal["auto", "none"] = Field(
         default="auto", description="auto: the last fenced block of the language, else the whole text."
     )
+    stdio_convention: StdioConvention = Field(
+        default="policy",
+        description=(
+            "How stdout is compared. policy: trailing whitespace ignored, floats within 1e-6 where "
+            "the expected token is a float; apps: as verl's APPS-derived checkers (lines stripped, "
+            "blank lines dropped, numbers within 1e-8 + 1e-5*|expected|), without their "
+            "any-order token-set fallback."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +320,9 @@ def _cpu_limit_kill(run: TestRun) -> bool:
     return run.cpu_s >= run.cpu_limit_s - 0.05
 
 
-def classify(run: TestRun | None, language: Language, mode: str, expected: Any) -> Judgement:
+def classify(
+    run: TestRun | None, language: Language, mode: str, expected: Any, convention: StdioConvention = "policy"
+) -> Judgement:
     """The verdict of one test from how its process ended and what it produced."""
     if run is None:
         return "runtime_error", "the test did not run"
@@ -335,7 +347,7 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
             return "runtime_error", f"killed by {signal.Signals(run.signal).name}"
         return "runtime_error", f"exit status {run.exit_code}"
     if mode == "stdio":
-        ok, reason = judge.compare_stdio(run.stdout, expected)
+        ok, reason = judge.compare_stdio(run.stdout, expected, convention=convention)
         return ("accepted", None) if ok else ("wrong_answer", reason)
     payload = judge.parse_payload(run.result)
     if mode == "assert":
@@ -355,10 +367,12 @@ def classify(run: TestRun | None, language: Language, mode: str, expected: Any) 
     return "wrong_answer", f"returned {json.dumps(payload.get('value'))[:120]}"
 
 
-def classify_safely(run: TestRun | None, language: Language, mode: str, expected: Any) -> Judgement:
+def classify_safely(
+    run: TestRun | None, language: Language, mode: str, expected: Any, convention: StdioConvention = "policy"
+) -> Judgement:
     """classify(), never raising: whatever the candidate produced only decides its own test."""
     try:
-        return classify(run, language, mode, expected)
+        return classify(run, language, mode, expected, convention)
     except Exception as exc:
         return "runtime_error", f"the judge could not evaluate the result: {type(exc).__name__}"
 
@@ -478,7 +492,9 @@ class CodeVerifier(AsyncVerifier):
                 if test_run is not None and test_run.verdict is not None:
                     verdict, why = test_run.verdict  # judged by the pool as the test arrived
                 else:
-                    verdict, why = classify_safely(test_run, prep.language, prep.mode, expected)
+                    verdict, why = classify_safely(
+                        test_run, prep.language, prep.mode, expected, options.stdio_convention
+                    )
                 verdicts.append(verdict)
                 entry: dict[str, Any] = {"verdict": verdict}
                 if why:
@@ -528,7 +544,9 @@ class CodeVerifier(AsyncVerifier):
             )
 
         def judge_one(index: int, test_run: TestRun) -> Judgement:
-            return classify_safely(test_run, prep.language, prep.mode, prep.expected[index])
+            return classify_safely(
+                test_run, prep.language, prep.mode, prep.expected[index], options.stdio_convention
+            )
 
         job = Job(prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one)
         try:
