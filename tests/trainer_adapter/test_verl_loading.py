@@ -69,16 +69,16 @@ def test_file_path_form_pickles_into_a_fresh_process(referee_url: str) -> None:
     it does here (not silently 0)."""
     fn = custom_fn(referee_url, "compute_score", path=verl_module.__file__, verifier="math")
     assert fn("openai/gsm8k", "#### 72", "72") == 1.0
-    worker = (
+    worker = (  # one fresh process, both pickles (cloudpickle's output is a standard pickle)
         "import pickle, sys\n"
-        "fn = pickle.loads(sys.stdin.buffer.read())\n"
-        "print(fn('openai/gsm8k', 'it is #### 72', '72'), fn('openai/gsm8k', '#### 71', '72'))\n"
+        "for fn in (pickle.load(sys.stdin.buffer), pickle.load(sys.stdin.buffer)):\n"
+        "    print(fn('openai/gsm8k', 'it is #### 72', '72'), fn('openai/gsm8k', '#### 71', '72'))\n"
     )
-    for shipped in (cloudpickle.dumps(fn), pickle.dumps(fn)):
-        out = subprocess.run(
-            [sys.executable, "-c", worker], input=shipped, capture_output=True, check=True, timeout=60
-        )
-        assert out.stdout.split() == [b"1.0", b"0.0"], out.stderr.decode()[-2000:]
+    shipped = cloudpickle.dumps(fn) + pickle.dumps(fn)
+    out = subprocess.run(
+        [sys.executable, "-c", worker], input=shipped, capture_output=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == [b"1.0", b"0.0"] * 2, out.stderr.decode()[-2000:]
 
 
 def test_functions_pickle_by_reference_from_the_package(referee_url: str) -> None:
