@@ -145,3 +145,23 @@ async def test_language_under_attack(
     assert isinstance(check, Check), check  # a verdict, never "no verdict"
     verdicts, score = EXPECTED[kind]
     assert check.details["verdict"] in verdicts and check.score == score, check.details
+
+
+def test_cpp_uses_the_precompiled_bits_header(sandbox_image: str) -> None:
+    """The image's precompiled <bits/stdc++.h> matches the compile flags the verifier uses:
+    GCC's include trace marks a used precompiled header with `!` (and silently falls back to
+    parsing, 3-7 s, when the flags differ), so this fails if the two ever drift apart."""
+    from referee.sandbox.languages import LANGUAGES
+    from tests.sandbox.helpers import docker_client
+
+    flags = [f for f in LANGUAGES["cpp"].compile or () if f.startswith(("-std", "-O"))]
+    program = "#include <bits/stdc++.h>\nint main() { std::cout << 42 << std::endl; }\n"
+    command = f"cd /tmp && printf '%s' '{program}' > a.cpp && g++ {' '.join(flags)} -H -o a a.cpp 2>&1 | head -n 3 && ./a"
+    client = docker_client()
+    try:
+        out = client.containers.run(sandbox_image, ["sh", "-c", command], network_mode="none", remove=True)
+    finally:
+        client.close()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("! ") and lines[0].endswith("bits/stdc++.h.gch"), lines
+    assert lines[-1] == "42"

@@ -159,6 +159,37 @@ async def test_a_service_cap_below_the_expected_output_is_an_error_not_a_zero() 
     assert isinstance(result, VerifierError) and "2048-byte stdout cap" in str(result)
 
 
+class _RecordingSandbox(_NoRunSandbox):
+    """Runs nothing: every program "prints" its own source, and each job's source is recorded."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        super().__init__(settings)
+        self.sources: list[bytes] = []
+
+    async def run(self, job: Job) -> object:
+        from referee.sandbox.protocol import RunResult
+
+        self.sources.append(job.source)
+        await asyncio.sleep(0)
+        return RunResult(tests=[TestRun(status="exited", exit_code=0, stdout=job.source) for _ in job.tests])
+
+
+async def test_identical_programs_of_a_group_run_once_and_share_the_verdict() -> None:
+    """A group of 6 responses with 3 distinct programs (fenced or not, prose around them): three
+    jobs, and each copy gets its first occurrence's verdict, marked `same_program_as`."""
+    verifier = CodeVerifier()
+    reference = {"language": "python", "tests": [{"input": "", "output": "a\n"}]}
+    prepared = verifier.prepare(CodeVerifier.validate_reference(reference), CodeOptions())
+    sandbox = _RecordingSandbox(SandboxSettings())
+    responses = ["a", "b", "Here:\n```python\na\n```", "a", "c", "b"]
+    results = await verifier.check_group(responses, prepared, CodeOptions(), Resources(sandbox=sandbox))
+    assert sorted(sandbox.sources) == [b"a", b"a\n", b"b", b"c"]  # the fenced "a" keeps its newline
+    scores = [r.score for r in results if not isinstance(r, VerifierError)]
+    assert scores == [1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    shared = [r.details.get("same_program_as") for r in results if not isinstance(r, VerifierError)]
+    assert shared == [None, None, None, 0, None, 1]
+
+
 def test_the_run_limits_use_the_references_cap() -> None:
     verifier = CodeVerifier()
     pool = SandboxPool(SandboxSettings(retry_interval_s=60))

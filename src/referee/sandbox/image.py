@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from referee.sandbox.languages import image_packages
+from referee.sandbox.languages import image_packages, image_setup_commands
 from referee.sandbox.settings import SandboxSettings, docker_module
 
 LAYOUT_VERSION = "2"
@@ -53,7 +53,16 @@ def base_recipe(settings: SandboxSettings) -> dict[str, Any]:
 
 def recipe_hash(settings: SandboxSettings) -> str:
     files = {name: hashlib.sha256((HERE / name).read_bytes()).hexdigest() for name in IN_IMAGE_FILES}
-    return _digest({"base": _digest(base_recipe(settings)), "files": files, "layout": LAYOUT_VERSION})
+    setup = list(image_setup_commands())
+    return _digest(
+        {"base": _digest(base_recipe(settings)), "files": files, "layout": LAYOUT_VERSION, "setup": setup}
+    )
+
+
+def _setup_instructions() -> str:
+    """RUN lines for the languages' image_setup (before the COPYs: Docker's layer cache keeps
+    them when only the supervisor changes)."""
+    return "".join(f"RUN {command}\n" for command in image_setup_commands())
 
 
 def image_ref(settings: SandboxSettings) -> str:
@@ -77,6 +86,7 @@ def dockerfile_text(settings: SandboxSettings | None = None) -> str:
         f" && apt-get install -y --no-install-recommends {packages} \\\n"
         " && rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man \\\n"
         " && mkdir -p /work /opt/referee && chmod 1777 /work\n"
+        + _setup_instructions()
         + "".join(f"COPY src/referee/sandbox/{name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
         + _final_instructions()
     )
@@ -174,6 +184,7 @@ def _import_rootfs(client: Any, rootfs: Path, ref: str, log: Log) -> None:
 def _context_tar(base_ref: str, recipe: str) -> bytes:
     dockerfile = (
         f"FROM {base_ref}\n"
+        + _setup_instructions()
         + "".join(f"COPY {name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
         + f'LABEL {RECIPE_LABEL}="{recipe}"\n'
         + _final_instructions()

@@ -15,6 +15,16 @@ from dataclasses import dataclass, field
 PYTHON_HARNESS = ("python3", "-I", "/opt/referee/harness.py")
 # Test code beyond the host's assert evaluator: trusted tester + program process (tester.py).
 PYTHON_TESTER = ("python3", "-I", "/opt/referee/tester.py")
+CPP_FLAGS = ("-std=c++17", "-O2")
+CPP_COMPILE = ("g++", *CPP_FLAGS, "-o", "sol", "sol.cpp")
+# `#include <bits/stdc++.h>`, the first line of most competitive-programming C++, costs 3-7 s of
+# parsing per compile; GCC uses `<header>.gch` next to the header instead when it was built with
+# the same flags (it silently ignores one that does not match). Built into the image, read-only,
+# owned by root: it cuts such a compile to about 1 s and changes nothing else.
+CPP_PRECOMPILED_HEADER = (
+    "header=$(echo '#include <bits/stdc++.h>' | g++ {flags} -x c++ -H -fsyntax-only - 2>&1 | head -n1 | cut -d' ' -f2)"
+    ' && g++ {flags} -x c++-header "$header" -o "$header.gch"'
+).format(flags=" ".join(CPP_FLAGS))
 # Python's "compile" step: parse only (nothing of the program runs), in a child process under
 # the compile limits like any compiler, so a syntax bomb (a literal or f-string that explodes
 # the parser in time or memory) is the program's compile_error, never a stuck judge.
@@ -58,6 +68,9 @@ class Language:
     memory_error_line: bytes | None = None
     # ... and the signal the failure must have ended with (None: a non-zero exit).
     memory_error_signal: int | None = None
+    # A shell command run once when the image is built (as root, before any program exists):
+    # caches that spare every program a cold toolchain start. Part of the image recipe.
+    image_setup: str | None = None
     # ... and a line that must come before it (Python's traceback header).
     memory_error_after: bytes | None = None
 
@@ -93,9 +106,10 @@ LANGUAGES: dict[str, Language] = {
             fence_tags=("cpp", "c++", "cc", "cxx", "hpp"),
             source_file="sol.cpp",
             packages=("g++",),
-            compile=("g++", "-std=c++17", "-O2", "-o", "sol", "sol.cpp"),
+            compile=CPP_COMPILE,
             artifacts=("sol",),
             run=("./sol",),
+            image_setup=CPP_PRECOMPILED_HEADER,
             memory_markers=(b"std::bad_alloc",),
             memory_error_line=rb"\s*what\(\):\s+std::bad_alloc",
             memory_error_signal=signal.SIGABRT,
@@ -168,6 +182,11 @@ LANGUAGES: dict[str, Language] = {
         ),
     )
 }
+
+
+def image_setup_commands() -> tuple[str, ...]:
+    """The languages' image_setup commands, in table order (part of the recipe hash)."""
+    return tuple(lang.image_setup for lang in LANGUAGES.values() if lang.image_setup)
 
 
 def image_packages() -> tuple[str, ...]:

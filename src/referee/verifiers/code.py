@@ -382,6 +382,13 @@ def _shown(data: bytes) -> str:
     return text + ("…" if len(data) > SHOWN_BYTES else "")
 
 
+def _shared(result: Check | VerifierError, source_index: int, index: int) -> Check | VerifierError:
+    """Response `index`'s verdict when it is the same program as response `source_index`."""
+    if index == source_index or not isinstance(result, Check):
+        return result
+    return Check(result.score, reason=result.reason, details={**result.details, "same_program_as": source_index})
+
+
 class CodeVerifier(AsyncVerifier):
     name: ClassVar[str] = "code"
     version: ClassVar[str] = "1"
@@ -526,9 +533,8 @@ class CodeVerifier(AsyncVerifier):
         return Check(score, reason=reason, details=details)
 
     async def _run_program(
-        self, pool: CodeSandbox, response: str, prep: Prepared, options: CodeOptions
+        self, pool: CodeSandbox, program: str, prep: Prepared, options: CodeOptions
     ) -> Check | VerifierError:
-        program = extract_program(response, prep.language, options.extract)
         source = program.encode("utf-8", "surrogatepass")
         if len(source) > pool.settings.max_source_bytes:
             return Check(
@@ -565,16 +571,23 @@ class CodeVerifier(AsyncVerifier):
         if not healthy:
             raise VerifierError(f"code sandbox unavailable: {why}")
         opts = options if isinstance(options, CodeOptions) else CodeOptions.model_validate(options or {})
+        # Identical programs in a group (common once a policy converges) run once and share
+        # the verdict: the same source on the same tests is the same sample of its behaviour,
+        # and the group's advantages stay consistent (equal responses, equal rewards).
+        programs = [extract_program(r, prepared.language, opts.extract) for r in responses]
+        first = {program: i for i, program in reversed(list(enumerate(programs)))}
+        unique = sorted(set(first.values()))
         results = await asyncio.gather(
-            *(self._run_program(pool, r, prepared, opts) for r in responses), return_exceptions=True
+            *(self._run_program(pool, programs[i], prepared, opts) for i in unique), return_exceptions=True
         )
         # One response's failure never touches another's verdict.
-        return [
-            r
+        by_index = {
+            i: r
             if isinstance(r, Check | VerifierError)
             else VerifierError(f"code judge failed: {type(r).__name__}: {r}"[:300])
-            for r in results
-        ]
+            for i, r in zip(unique, results, strict=True)
+        }
+        return [_shared(by_index[first[p]], first[p], i) for i, p in enumerate(programs)]
 
 
 VERIFIERS: list[type[Verifier]] = [CodeVerifier]
