@@ -165,3 +165,52 @@ def test_cpp_uses_the_precompiled_bits_header(sandbox_image: str) -> None:
     lines = out.decode().splitlines()
     assert lines[0].startswith("! ") and lines[0].endswith("bits/stdc++.h.gch"), lines
     assert lines[-1] == "42"
+
+
+async def test_javascript_function_tests(sandbox_pool: SandboxPool, escape_check: None) -> None:
+    """JavaScript takes `function` tests (harness.js): a top-level function, a `const` arrow
+    function or a module.exports member, called with JSON arguments (async ones awaited); the
+    value is compared on the host. NaN, undefined and objects with methods are no JSON values;
+    a throw is a runtime_error; process.exit before the call leaves no result."""
+    tests = [
+        {"fn_name": "add", "args": [1, 2], "expected": 3},
+        {"fn_name": "add", "args": [0.1, 0.2], "expected": 0.3},
+        {"fn_name": "add", "args": [[1], [2]], "expected": [1, 2]},
+    ]
+    reference = {"language": "javascript", "test_format": "function", "tests": tests}
+    programs = {
+        "function": "function add(a, b) { return Array.isArray(a) ? a.concat(b) : a + b; }",
+        "const arrow": "const add = (a, b) => (Array.isArray(a) ? [...a, ...b] : a + b);",
+        "exports": "module.exports = { add: (a, b) => (Array.isArray(a) ? a.concat(b) : a + b) };",
+        "async": "async function add(a, b) { return Array.isArray(a) ? a.concat(b) : a + b; }",
+        "nan": "function add(a, b) { return NaN; }",
+        "undefined": "function add(a, b) { }",
+        "throws": "function add(a, b) { throw new Error('no'); }",
+        "exits": "process.exit(0);\nfunction add(a, b) { return a + b; }",
+        "missing": "function sum(a, b) { return a + b; }",
+        "forges": "require('fs').writeSync(4, JSON.stringify({ok: true, value: 3}));\nfunction add() { return 0; }",
+    }
+    verifier = CodeVerifier()
+    options = CodeOptions(reward="fraction")
+    prepared = verifier.prepare(verifier.validate_reference(reference), options)
+    results = await verifier.check_group(
+        list(programs.values()), prepared, options, Resources(sandbox=sandbox_pool)
+    )
+    by_name = dict(zip(programs, results, strict=True))
+    assert all(isinstance(r, Check) for r in results), results
+    scores = {name: r.score for name, r in by_name.items() if isinstance(r, Check)}
+    assert scores == {
+        "function": 1.0,
+        "const arrow": 1.0,
+        "exports": 1.0,
+        "async": 1.0,
+        "nan": 0.0,
+        "undefined": 0.0,
+        "throws": 0.0,
+        "exits": 0.0,
+        "missing": 0.0,
+        "forges": 0.0,  # its forged result and the real one together are no valid result
+    }
+    verdicts = {name: r.details["tests"][0]["verdict"] for name, r in by_name.items() if isinstance(r, Check)}
+    assert verdicts["throws"] == verdicts["missing"] == "runtime_error"
+    assert verdicts["nan"] == verdicts["undefined"] == verdicts["exits"] == "wrong_answer"

@@ -4,8 +4,9 @@ Two content-hash-tagged images:
 - base  `<repo>-base:<hash>`: a Debian minbase rootfs with the language table's packages,
   made by debootstrap into a cache dir and imported with `docker import` (no registry needed).
   It needs no user account: candidates run under numeric uids the supervisor picks.
-- final `<repo>:<hash>`: the base plus supervisor.py and harness.py, by a tiny `docker build`
-  with no RUN step (so no build container is ever started).
+- final `<repo>:<hash>`: the base plus the in-image files (IN_IMAGE_FILES), by a tiny `docker build`
+  whose only RUN steps are the languages' `image_setup` caches (C++'s precompiled header;
+  Docker's layer cache keeps them when only the in-image files change).
 
 Both hashes cover everything that shapes the image (suite, variant, packages, the supervisor
 and harness sources, this layout's version), so `build_image` is idempotent: it returns at
@@ -30,7 +31,7 @@ from referee.sandbox.settings import SandboxSettings, docker_module
 
 LAYOUT_VERSION = "2"
 HERE = Path(__file__).resolve().parent
-IN_IMAGE_FILES = ("supervisor.py", "harness.py", "tester.py", "tagged.py", "zygote.py")
+IN_IMAGE_FILES = ("supervisor.py", "harness.py", "tester.py", "tagged.py", "zygote.py", "harness.js")
 RECIPE_LABEL = "org.referee.sandbox.recipe"
 # Removed from the rootfs before import: package caches and docs nobody runs.
 PRUNE = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info")

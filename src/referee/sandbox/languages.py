@@ -149,6 +149,11 @@ LANGUAGES: dict[str, Language] = {
             # Node's syntax check is a compile step like Python's: nothing of the program runs.
             compile=("node", "--check", "sol.js"),
             run=("node", "sol.js"),
+            # Function tests: a top-level function (or module.exports member) called with JSON
+            # arguments, its value returned as JSON (harness.js). Typed languages would need a
+            # generated main per signature: stdio only for them.
+            harness=("node", "/opt/referee/harness.js"),
+            formats=frozenset({"stdio", "function"}),
         ),
         Language(
             name="go",

@@ -394,7 +394,7 @@ class CodeVerifier(AsyncVerifier):
     version: ClassVar[str] = "1"
     description: ClassVar[str] = (
         "Runs the program (Python, C, C++, Java, JavaScript, Go, Rust) against stdio tests (Python also "
-        "function/assert tests) in a hardened Docker "
+        "function/assert tests, JavaScript function tests) in a hardened Docker "
         "sandbox; score = 1 if every test passes, else 0 (reward=fraction: passed/total); "
         "details.verdict is the first failing test's, details.passed/total the counts."
     )
