@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 JSONObject = dict[str, Any]
 
@@ -114,8 +115,10 @@ class GroupSpec(_Strict):
     @model_validator(mode="after")
     def _one_options_object_per_response(self) -> GroupSpec:
         if self.response_options is not None and len(self.response_options) != len(self.responses):
-            raise ValueError(
-                f"response_options has {len(self.response_options)} entries for {len(self.responses)} responses"
+            raise PydanticCustomError(
+                "length_mismatch",
+                "response_options has {got} entries for {want} responses",
+                {"got": len(self.response_options), "want": len(self.responses)},
             )
         return self
 
@@ -136,7 +139,10 @@ class GroupSpec(_Strict):
     @model_validator(mode="after")
     def _options_belong_to_components(self) -> GroupSpec:
         if isinstance(self.verifier, list) and self.options:
-            raise ValueError("with a list of components, put options in each component, not in the group")
+            raise PydanticCustomError(
+                "options_with_components",
+                "with a list of components, put options in each component, not in the group",
+            )
         return self
 
 

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, scatter_verdicts
 from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerdictStatus, VerifierComponent
@@ -58,15 +59,19 @@ class OpenRLHFRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     query: list[str]
-    prompts: list[str] | None = None
-    labels: list[Any] | None = None
+    prompts: list[str] | None = Field(default=None, description="One per query (as many entries).")
+    labels: list[Any] | None = Field(default=None, description="One per query (as many entries).")
 
     @model_validator(mode="after")
     def _same_lengths(self) -> OpenRLHFRequest:
         for name in ("prompts", "labels"):
             value = getattr(self, name)
             if value is not None and len(value) != len(self.query):
-                raise ValueError(f"{name} has {len(value)} entries but query has {len(self.query)}")
+                raise PydanticCustomError(
+                    "length_mismatch",
+                    "{name} has {got} entries but query has {want}",
+                    {"name": name, "got": len(value), "want": len(self.query)},
+                )
         return self
 
 

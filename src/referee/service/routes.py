@@ -47,6 +47,7 @@ _SCORING_ERRORS = documented(401, 404, 413, 422, 429, 503)
 @router.post(
     "/v1/score",
     response_model=Verdict | BatchScoreResponse,
+    operation_id="score",
     responses=_SCORING_ERRORS,
     tags=["scoring"],
     dependencies=CLIENT,

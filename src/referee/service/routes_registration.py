@@ -26,12 +26,42 @@ router = APIRouter(tags=["registration"], route_class=StrictJSONRoute)
 _READ_ERRORS = documented(401, 404, 409, 429, d409="A built-in verifier's name (not registered)")
 
 
+# What a client can do next with a registered version (OpenAPI links; stateful API testing
+# follows them: register -> score -> versions -> disable).
+_NAME = {"name": "$response.body#/version/name"}
+_LINKS = {
+    "ScoreWithIt": {
+        "operationId": "score",
+        "requestBody": {"verifier": "$response.body#/verifier", "response": "4", "reference": "4"},
+    },
+    "ItsVersions": {"operationId": "list_versions", "parameters": _NAME},
+    "DisableIt": {"operationId": "disable_verifier", "parameters": _NAME},
+}
+_EXAMPLE = {
+    "name": "plain.exact",
+    "kind": "declarative",
+    "description": "the whole response, compared exactly",
+    "spec": {"type": "check", "extract": {"kind": "none"}, "compare": {"kind": "exact"}},
+    "examples": [
+        {"response": "4", "reference": "4", "expected_score": 1.0},
+        {"response": "5", "reference": "4", "expected_score": 0.0},
+    ],
+}
+
+
 @router.post(
     "/v1/verifiers",
     response_model=RegisterResponse,
     status_code=201,
+    operation_id="register_verifier",
+    openapi_extra={"requestBody": {"content": {"application/json": {"example": _EXAMPLE}}}},
     responses={
-        200: {"model": RegisterResponse, "description": "Same content as the latest version"},
+        201: {"links": _LINKS},
+        200: {
+            "model": RegisterResponse,
+            "description": "Same content as the latest version",
+            "links": _LINKS,
+        },
         **documented(
             401,
             403,
@@ -68,6 +98,7 @@ async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep
 @router.get(
     "/v1/verifiers/{name}/versions",
     response_model=VersionList,
+    operation_id="list_versions",
     responses=_READ_ERRORS,
     dependencies=CLIENT,
 )
@@ -79,6 +110,7 @@ async def versions(name: str, catalog: CatalogDep) -> VersionList:
 @router.delete(
     "/v1/verifiers/{name}",
     response_model=DisableResponse,
+    operation_id="disable_verifier",
     responses=documented(401, 403, 404, 409, 429, d409="A built-in verifier's name (not registered)"),
     dependencies=ADMIN,
 )
