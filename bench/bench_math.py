@@ -1,4 +1,12 @@
-"""Math verdicts: Referee's /v1/groups over HTTP versus Math-Verify 0.9.0 in one process.
+"""Math verdicts: Referee versus Math-Verify 0.9.0, accuracy and speed, in one run.
+
+Accuracy: every labelled row of the expanded dev set (tests/data/math_dev.jsonl and the
+real-world answer patterns of tests/data/math_patterns.jsonl), judged in process by both, split
+into positives (expected TRUE) and near-miss negatives (expected FALSE); a negative scored 1 is a
+false positive. Math-Verify parses `\\boxed{gold}` (its best mode) and runs in the main thread,
+where its SIGALRM timeouts work.
+
+Speed: Referee's /v1/groups over HTTP versus Math-Verify in one process.
 
 Both score the same (gold, response) pairs: for every distinct gold of the development set, a
 group of 16 responses (its own labelled responses, filled up with responses written for other
@@ -7,21 +15,25 @@ group too (wrapped in \\boxed{}, its best mode) and runs in the main thread, whe
 timeouts work.
 
     .venv/bin/pip install math-verify==0.9.0   # the `bench` extra
-    .venv/bin/python -m bench.bench_math [--workers 2]
+    .venv/bin/python -m bench.bench_math [--workers 2] [--accuracy-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import random
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
 
 import httpx
-from tests.data import devset
+from tests.data import DATA_DIR, devset
 
 from bench._common import emit, summarize, uvicorn_server
+from referee.verifiers.math import MathVerifier
 
 GROUP_SIZE = 16
 
@@ -89,11 +101,65 @@ def run_referee(
     return total, per_group, per_verdict
 
 
+def expanded_rows() -> list[dict[str, Any]]:
+    """The labelled rows: the dev set, then the real-world answer patterns."""
+    patterns = (DATA_DIR / "math_patterns.jsonl").read_text("utf-8").splitlines()
+    rows = [{**row, "set": "math_dev"} for row in devset("math").rows]
+    return rows + [{**json.loads(line), "set": "math_patterns"} for line in patterns if line.strip()]
+
+
+def _judge(name: str, rows: list[dict[str, Any]], says_equal: Callable[[str, str], bool]) -> dict[str, Any]:
+    tally: Counter[str] = Counter()
+    false_positives: list[str] = []
+    latencies: list[float] = []
+    for row in rows:
+        t0 = time.perf_counter()
+        got = says_equal(row["response"], row["gold"])
+        latencies.append(time.perf_counter() - t0)
+        kind = "positives" if row["expected"] else "negatives"
+        tally[f"{row['set']}/{kind}"] += 1
+        tally[f"{row['set']}/{kind}/right"] += got == row["expected"]
+        if got and not row["expected"]:
+            false_positives.append(row["id"])
+    out: dict[str, Any] = {}
+    for subset in ("math_dev", "math_patterns"):
+        for kind in ("positives", "negatives"):
+            key = f"{subset}/{kind}"
+            out[key] = f"{tally[key + '/right']}/{tally[key]}"
+    right = sum(v for k, v in tally.items() if k.endswith("/right"))
+    out["accuracy"] = round(right / len(rows), 4)
+    out["false_positives"] = len(false_positives)
+    out["false_positive_ids"] = false_positives[:40]
+    out["latency"] = summarize(latencies)
+    print(f"{name:12s} accuracy {out['accuracy']:.4f}  false positives {len(false_positives)}  {out}")
+    return out
+
+
+def accuracy() -> dict[str, Any]:
+    """Both verifiers on every labelled row, positives and near-miss negatives apart."""
+    rows = expanded_rows()
+    verifier = MathVerifier()
+    ours = _judge("referee", rows, lambda response, gold: verifier.score(response, gold).score == 1.0)
+    from math_verify import parse, verify  # bench-only anchor
+
+    def math_verify_equal(response: str, gold: str) -> bool:
+        with contextlib.suppress(Exception):
+            return bool(verify(parse(f"\\boxed{{{gold}}}"), parse(response)))
+        return False
+
+    anchor = _judge("math-verify", rows, math_verify_equal)
+    return {"rows": len(rows), "referee": ours, "math_verify_0_9_0": anchor}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="groups in flight, as a trainer's batch")
+    parser.add_argument("--accuracy-only", action="store_true", help="skip the HTTP throughput part")
     args = parser.parse_args()
+    emit("math_accuracy", accuracy())
+    if args.accuracy_only:
+        return
     groups = build_groups()
     n = sum(len(r) for _, r in groups)
     with uvicorn_server(REFEREE_WORKERS=str(args.workers), REFEREE_SANDBOX="false") as url:

@@ -1,6 +1,7 @@
 """In-process throughput of the `math` verifier against Math-Verify 0.9.0 on the dev set.
 
-Each dev row becomes a GRPO-like group: its gold and 16 responses (the row's own response and
+Each labelled row (the dev set and the real-world answer patterns of
+tests/data/math_patterns.jsonl, `--dev-only` for the dev set alone) becomes a GRPO-like group: its gold and 16 responses (the row's own response and
 the next 15 rows' responses, cyclically), judged against that gold. Referee parses the gold once
 per group (`prepare`) and checks each response; Math-Verify parses `\\boxed{gold}` once per group
 (its best mode) and parses + verifies each response, in this one Python process.
@@ -15,21 +16,25 @@ the labelled rows (the row's own response in its group). Math-Verify is a bench-
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.data import devset
+from tests.data import DATA_DIR, devset
 
 from referee.verifiers.math import MathVerifier
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_groups(group_size: int) -> list[tuple[dict[str, Any], list[str]]]:
+def load_groups(group_size: int, dev_only: bool = False) -> list[tuple[dict[str, Any], list[str]]]:
     rows = devset("math").rows
+    if not dev_only:
+        patterns = (DATA_DIR / "math_patterns.jsonl").read_text("utf-8").splitlines()
+        rows = rows + [json.loads(line) for line in patterns if line.strip()]
     groups = []
     for i, row in enumerate(rows):
         responses = [rows[(i + k) % len(rows)]["response"] for k in range(group_size)]
@@ -80,8 +85,9 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-anchor", action="store_true", help="skip Math-Verify")
+    parser.add_argument("--dev-only", action="store_true", help="the dev set without the pattern rows")
     args = parser.parse_args()
-    groups = load_groups(args.group_size)
+    groups = load_groups(args.group_size, args.dev_only)
     print(f"{len(groups)} groups x {args.group_size} responses, {args.rounds} round(s)")
 
     verifier = MathVerifier()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -119,7 +120,9 @@ class Evaluator:
         if tag == "c":
             return {"pi": ctx.pi, "e": ctx.e, "i": ctx.j}[node[1]]
         if tag == "+":
-            terms = [self.value_of(child) for child in node[1:]]
+            # `x+x+...+x` (5000 terms): each distinct term is evaluated once, times its count.
+            counts = Counter(node[1:])
+            terms = [self.value_of(child) * k if k > 1 else self.value_of(child) for child, k in counts.items()]
             biggest = max(ctx.mag(t) for t in terms)
             for term in terms:
                 self._check_lost(term, biggest)
