@@ -61,6 +61,12 @@ def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> 
         "hostname": "sandbox",
         "stdin_open": True,
         "tty": False,
-        "labels": {LABEL: settings.instance},
+        "labels": {LABEL: _instance(settings)},
         "host_config": host_config,
     }
+
+
+def _instance(settings: SandboxSettings) -> str:
+    if settings.instance is None:  # the pool claims one at start (sandbox/instance.py)
+        raise ValueError("the sandbox instance is not set: start the pool first")
+    return settings.instance

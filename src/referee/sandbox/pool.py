@@ -30,6 +30,7 @@ import structlog
 from referee.sandbox.container import SandboxContainer, StreamLost
 from referee.sandbox.hardening import LABEL, container_create_kwargs
 from referee.sandbox.image import image_ref
+from referee.sandbox.instance import InstanceClaim, claim_instance
 from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestRun, encode_request
 from referee.sandbox.settings import SandboxSettings, docker_module
 
@@ -75,6 +76,7 @@ class SandboxPool:
         self._reason = "not started"
         self._closed = False
         self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0}
+        self._claim: InstanceClaim | None = None  # the instance slot, when this pool claimed one
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -130,6 +132,13 @@ class SandboxPool:
         if not self.settings.enabled:
             self._reason = "sandbox disabled (REFEREE_SANDBOX_ENABLED=false)"
             return
+        if self.settings.instance is None:
+            try:
+                self._claim = claim_instance(self.settings.state_dir)
+            except (OSError, RuntimeError) as exc:
+                self._set_unhealthy(f"no sandbox instance id: {exc}"[:500])
+                return
+            self.settings = self.settings.model_copy(update={"instance": self._claim.instance})
         await self._connect()
         self._maintainer = asyncio.create_task(self._maintain())
 
@@ -151,6 +160,8 @@ class SandboxPool:
             self._client = None
         self._healthy, self._reason = False, "closed"
         self._executor.shutdown(wait=False)
+        if self._claim is not None:
+            self._claim.release()
 
     async def abandon(self) -> None:
         """Stop looking after the containers and drop the Docker connection, leaving every
@@ -165,6 +176,8 @@ class SandboxPool:
             self._client.close()
             self._client = None
         self._healthy, self._reason = False, "abandoned"
+        if self._claim is not None:
+            self._claim.release()  # as a crash would
 
     @property
     def queued(self) -> int:

@@ -35,8 +35,11 @@ class SandboxSettings(BaseSettings):
         default=None, validation_alias=AliasChoices("REFEREE_SANDBOX_DOCKER_HOST", "DOCKER_HOST")
     )
     docker_timeout_s: float = 30.0
-    # Label value that marks this service's containers (strays are removed at start-up).
-    instance: str = "default"
+    # Label value that marks this service's containers (its strays are removed at start-up).
+    # None: a value claimed in `state_dir`, unique among running services and stable across
+    # this one's restarts (see sandbox/instance.py).
+    instance: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+    state_dir: Path = Field(default_factory=lambda: _data_home() / "referee" / "sandbox")
 
     # One warm container per program of a typical GRPO group (16): a group never waits for a
     # container start (~160 ms each, ~7/s on 2 cores), and the pool refills while the trainer
@@ -82,6 +85,10 @@ class SandboxSettings(BaseSettings):
 
     def container_memory_mb(self, memory_limit_mb: int | None = None) -> int:
         return (memory_limit_mb or self.memory_limit_mb) + self.supervisor_memory_mb
+
+
+def _data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path("~/.local/share").expanduser())
 
 
 def docker_module() -> Any:
