@@ -5,6 +5,7 @@ Other packages use only the names below (enforced by tests/test_layering.py).
 """
 
 from referee.sandbox import judge
+from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import (
@@ -17,6 +18,7 @@ from referee.sandbox.protocol import (
     TestVerdict,
 )
 from referee.sandbox.run_limits import Limits
+from referee.sandbox.scripts import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
 
 __all__ = [
@@ -29,8 +31,12 @@ __all__ = [
     "SandboxPool",
     "SandboxSettings",
     "SandboxUnavailable",
+    "ScriptTest",
+    "StdioConvention",
     "TestInput",
     "TestRun",
     "TestVerdict",
     "judge",
+    "judge_script",
+    "plan_script",
 ]
