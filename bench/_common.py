@@ -40,6 +40,36 @@ def summarize(seconds: Sequence[float]) -> dict[str, float]:
 @contextmanager
 def uvicorn_server(**env: str) -> Iterator[str]:
     """`referee serve` as its own process (a real deployment's shape: no shared GIL)."""
+    with uvicorn_process(**env) as (url, _proc):
+        yield url
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants (the service and its workers), MB."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total_kb, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo.extend(children.get(current, []))
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                total_kb += next((int(line.split()[1]) for line in handle if line.startswith("VmRSS:")), 0)
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+@contextmanager
+def uvicorn_process(**env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`referee serve` as its own process: (its URL, the process)."""
     port = free_port()
     full_env = {**os.environ, "REFEREE_PORT": str(port), "REFEREE_LOG_LEVEL": "warning", **env}
     proc = subprocess.Popen(
@@ -57,7 +87,7 @@ def uvicorn_server(**env: str) -> Iterator[str]:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError("referee serve did not become ready")
             time.sleep(0.2)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)

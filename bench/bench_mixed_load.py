@@ -11,7 +11,9 @@ Reported per class: groups served per second, latency p50/p99 of the attempt tha
 (its queueing and scoring), end-to-end p50/p99 including retries, 503 refusals, and errors
 that retrying cannot fix (any other status, a client timeout, or a verdict with status
 "error", i.e. no verdict). The target (issue 11): every class is served throughout, no
-request waits beyond the queue bound plus its own scoring, and 0 non-retryable errors.
+request waits beyond the queue bound plus its own scoring, and 0 non-retryable errors. Also
+the resident memory of the service and its worker processes after a 10-s warm-up and after
+the run: growth must stay within RSS_GROWTH_BOUND_MB (issue 14).
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from typing import Any
 import httpx
 from tests.data import devset
 
-from bench._common import uvicorn_server
+from bench._common import tree_rss_mb, uvicorn_process
 
 GROUP = 16
+# What a 60-s run may add to the service's resident memory after a 10-s warm-up: bounded
+# queues and caches, so anything beyond this is a leak.
+RSS_GROWTH_BOUND_MB = 64
 CLASSES = ("math", "logic", "code")
 
 
@@ -68,7 +73,12 @@ def request_bodies(seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     for row in code_rows[:32]:
         reference = {"language": "python", "tests": row["tests"][:5]}
         bodies["code"].append(
-            {"verifier": "code", "reference": reference, "responses": [row["candidate"]] * GROUP}
+            # 16 distinct programs (a comment apart): identical ones would run once per group.
+            {
+                "verifier": "code",
+                "reference": reference,
+                "responses": [f"{row['candidate']}\n# sample {i}\n" for i in range(GROUP)],
+            }
         )
     return bodies
 
@@ -139,9 +149,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args()
-    with uvicorn_server(REFEREE_SANDBOX_INSTANCE="bench-load") as url:
+    with uvicorn_process(REFEREE_SANDBOX_INSTANCE="bench-load") as (url, proc):
         time.sleep(5)  # the sandbox pool fills at start-up
+        # A short warm-up first: worker processes import their verifiers, caches fill. Growth
+        # is measured from there to the end of the measured run.
+        asyncio.run(run_load(url, args.clients, min(10.0, args.seconds)))
+        rss_before = tree_rss_mb(proc.pid)
         stats = asyncio.run(run_load(url, args.clients, args.seconds))
+        rss_after = tree_rss_mb(proc.pid)
     print(f"{args.clients} clients for {args.seconds:g} s; groups of {GROUP}; 503s retried after Retry-After")
     print(
         f"{'class':6} {'groups/s':>8} {'p50 s':>7} {'p99 s':>7} {'e2e p50':>8} {'e2e p99':>8} {'503s':>6} {'fatal':>6} {'no verdict':>10}"
@@ -163,6 +178,12 @@ def main() -> None:
         {k: {"rate_per_s": v["rate_per_s"], "refused": v["refused"]} for k, v in lanes.items()},
     )
     print(f"non-retryable errors: {total_fatal}")
+    growth = rss_after - rss_before
+    print(
+        f"service RSS (service + worker processes): {rss_before:.0f} MB after warm-up, "
+        f"{rss_after:.0f} MB after the run ({growth:+.0f} MB; bound {RSS_GROWTH_BOUND_MB} MB: "
+        f"{'ok' if growth <= RSS_GROWTH_BOUND_MB else 'EXCEEDED'})"
+    )
     print(
         "median served latency per class:",
         {k: round(statistics.median(stats[k]["served"]), 2) for k in CLASSES if stats[k]["served"]},

@@ -35,6 +35,14 @@ from referee.verifiers.base import Resources
 from referee.verifiers.code import CodeOptions, CodeVerifier
 
 PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def distinct(program: str, comment: str) -> list[str]:
+    """A group of GROUP different programs (a comment apart): identical programs of a group run
+    once and share their verdict, which would measure nothing here."""
+    return [f"{program}{comment} sample {i}\n" for i in range(GROUP)]
+
+
 CPP_PROGRAM = '#include <cstdio>\nint main(){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);}\n'
 GROUP = 16
 CORES = os.cpu_count() or 1
@@ -148,7 +156,7 @@ async def sandbox_figures(args: argparse.Namespace) -> dict[str, float]:
         reused_before = pool.stats["reused"]
         start = time.perf_counter()
         for _ in range(args.groups):
-            checks = await verifier.check_group([PROGRAM] * GROUP, python, opts, resources)
+            checks = await verifier.check_group(distinct(PROGRAM, "#"), python, opts, resources)
             assert all(c.score == 1.0 for c in checks), checks[0]
         figures["sustained_tests_per_s"] = args.groups * GROUP * args.tests / (time.perf_counter() - start)
         figures["reused_share"] = (pool.stats["reused"] - reused_before) / (args.groups * GROUP)
@@ -158,7 +166,7 @@ async def sandbox_figures(args: argparse.Namespace) -> dict[str, float]:
         compile_ms: list[float] = []
         start = time.perf_counter()
         for _ in range(args.cpp_groups):
-            checks = await verifier.check_group([CPP_PROGRAM] * GROUP, cpp, opts, resources)
+            checks = await verifier.check_group(distinct(CPP_PROGRAM, "//"), cpp, opts, resources)
             assert all(c.score == 1.0 for c in checks), checks[0]
             compile_ms += [c.details["compile"]["time_ms"] for c in checks]
         wall = time.perf_counter() - start
