@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request, Response
@@ -37,6 +38,27 @@ async def _start_sandbox(settings: Settings) -> SandboxPool | None:
     pool = SandboxPool(SandboxSettings())
     await pool.start()
     return pool
+
+
+def _document_open_mode(app: FastAPI) -> None:
+    """Without keys nothing is authenticated or throttled per key: the OpenAPI document then
+    says so (no security requirement, no 401, 403 or 429), as it must describe what the
+    service does."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            schema.get("components", {}).pop("securitySchemes", None)
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.pop("security", None)
+                    for code in ("401", "403", "429"):
+                        operation.get("responses", {}).pop(code, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
@@ -103,6 +125,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.include_router(router)
     app.include_router(registration_router)
     index_methods(app, router, registration_router)
+    if auth.open:
+        _document_open_mode(app)
 
     @app.middleware("http")
     async def _count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
