@@ -43,7 +43,13 @@ class FakePool:
             raise PoolOverloaded(f"{count} verdicts; capacity {self.capacity}")
 
     async def run(
-        self, ref: Any, reference_json: str, options_json: str, response: str, timeout_s: float
+        self,
+        ref: Any,
+        reference_json: str,
+        options_json: str,
+        response: str,
+        timeout_s: float,
+        owner: Any = None,
     ) -> TaskOutcome:
         self.calls.append((ref, reference_json, options_json, response, timeout_s))
         await asyncio.sleep(0)  # interleave like real futures do

@@ -11,6 +11,13 @@ programs for the sandbox) divided by the lane's measured throughput. When that d
 trainers retry, instead of an answer after a minute or a client timeout (and never a silent
 zero). An idle lane admits any request: its own size is execution time, not queueing.
 
+Owners (API keys): the cpu lane's workers take checks in turns over owners (`FairTurns`), so
+the delay a new request meets there is its owner's own queued work plus, from every other
+owner, at most as much as that (one turn each): a trainer that floods the lane is refused
+while another trainer's request is still admitted. In the other lanes, whose executors serve
+first come first served, every queued unit counts, whoever owns it. Without keys every
+request has the same (no) owner and the two estimates agree.
+
 Throughput is measured, not configured: units completed per second of busy time (time with
 work in the lane), both decayed with a half-life so the estimate follows the load (a group of
 slow programs, a faster machine). Until a lane has been busy for a while a prior stands in.
@@ -20,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from referee.errors import DomainError, ErrorKind
@@ -32,6 +39,7 @@ LANES: tuple[Lane, ...] = ("cpu", "sandbox", "io")
 MIN_BUSY_S = 1.0
 HALF_LIFE_S = 30.0
 MAX_RETRY_AFTER_S = 60  # a client should look again within a minute, whatever the estimate
+FAIR_LANES: frozenset[Lane] = frozenset({"cpu"})  # executors that serve owners in turns
 
 
 class LaneOverloaded(DomainError):
@@ -54,6 +62,7 @@ class LaneState:
 
     prior_rate: float  # units/s assumed until measured
     in_flight: float = 0.0
+    owned: dict[Hashable, float] = field(default_factory=dict)  # in_flight by owner
     busy_s: float = 0.0  # decayed seconds with work in flight
     completed: float = 0.0  # decayed units completed in that time
     last: float = field(default=0.0)
@@ -67,6 +76,15 @@ class LaneState:
 
     def wait_s(self) -> float:
         return self.in_flight / self.rate()
+
+    def wait_for(self, owner: Hashable, fair: bool) -> float:
+        """The queueing delay of `owner`'s next unit: with turns, its own queued work plus one
+        turn per unit of it from each other owner (at most what that owner has queued)."""
+        if not fair:
+            return self.wait_s()
+        own = self.owned.get(owner, 0.0)
+        others = sum(min(n, own + 1.0) for o, n in self.owned.items() if o != owner)
+        return (own + others) / self.rate()
 
 
 class Admission:
@@ -109,25 +127,33 @@ class Admission:
         self._tick(state)
         return state.wait_s()
 
-    def admit(self, units: Mapping[Lane, float]) -> None:
+    def admit(self, units: Mapping[Lane, float], owner: Hashable = None) -> None:
         for lane, n in units.items():
             if n <= 0:
                 continue
             state = self.lanes[lane]
             self._tick(state)
-            if state.in_flight > 0 and state.wait_s() > self.max_queue_wait_s:
+            wait = state.wait_for(owner, lane in FAIR_LANES)
+            if state.in_flight > 0 and wait > self.max_queue_wait_s:
                 self.refused[lane] += 1
-                raise LaneOverloaded(lane, state.wait_s(), self.max_queue_wait_s)
+                raise LaneOverloaded(lane, wait, self.max_queue_wait_s)
         for lane, n in units.items():
             if n > 0:
-                self.lanes[lane].in_flight += n
+                state = self.lanes[lane]
+                state.in_flight += n
+                state.owned[owner] = state.owned.get(owner, 0.0) + n
 
-    def done(self, lane: Lane, units: float, *, completed: bool = True) -> None:
-        """`units` of `lane` left the queue; `completed` counts them as throughput (work that
-        failed before running must not make the lane look fast)."""
+    def done(self, lane: Lane, units: float, *, completed: bool = True, owner: Hashable = None) -> None:
+        """`units` of `lane` (admitted for `owner`) left the queue; `completed` counts them as
+        throughput (work that failed before running must not make the lane look fast)."""
         state = self.lanes[lane]
         self._tick(state)
         state.in_flight = max(0.0, state.in_flight - units)
+        left = state.owned.get(owner, 0.0) - units
+        if left > 1e-9:
+            state.owned[owner] = left
+        else:
+            state.owned.pop(owner, None)
         if completed:
             state.completed += units
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,24 +118,24 @@ class Scorer:
 
     # ---- execution -----------------------------------------------------------------------
 
-    def _admit(self, work: Sequence[tuple[_Job, int]]) -> None:
+    def _admit(self, work: Sequence[tuple[_Job, int]], owner: Hashable) -> None:
         """Reserve queue room for (job, number of responses) pairs, or raise LaneOverloaded."""
         units: dict[Lane, float] = {}
         for job, n in work:
             units[job.verifier.lane] = units.get(job.verifier.lane, 0.0) + n
-        self.admission.admit(units)
+        self.admission.admit(units, owner)
 
-    async def _run_job(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
+    async def _run_job(self, job: _Job, responses: Sequence[str], owner: Hashable) -> list[Verdict]:
         """Dispatch admitted work; its units leave the lane when it is done."""
         completed = False
         try:
-            verdicts = await self._dispatch(job, responses)
+            verdicts = await self._dispatch(job, responses, owner)
             completed = True
             return verdicts
         finally:
-            self.admission.done(job.verifier.lane, len(responses), completed=completed)
+            self.admission.done(job.verifier.lane, len(responses), completed=completed, owner=owner)
 
-    async def _dispatch(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
+    async def _dispatch(self, job: _Job, responses: Sequence[str], owner: Hashable) -> list[Verdict]:
         verifier = job.verifier
         qualified = verifier.qualified_name()
         if isinstance(verifier, AsyncVerifier):
@@ -143,7 +143,7 @@ class Scorer:
         budget = verifier.time_budget_s or self.settings.verdict_timeout_s
         outcomes = await asyncio.gather(
             *(
-                self.pool.run(verifier.worker_ref(), job.reference_json, job.options_json, r, budget)
+                self.pool.run(verifier.worker_ref(), job.reference_json, job.options_json, r, budget, owner)
                 for r in responses
             )
         )
@@ -207,8 +207,11 @@ class Scorer:
 
     # ---- public API ----------------------------------------------------------------------
 
-    async def score_items(self, items: Sequence[ScoreRequest], *, batch: bool = True) -> list[Verdict]:
-        """Score independent items; `batch` says whether field paths are prefixed by items[i]."""
+    async def score_items(
+        self, items: Sequence[ScoreRequest], *, batch: bool = True, owner: Hashable = None
+    ) -> list[Verdict]:
+        """Score independent items; `batch` says whether field paths are prefixed by items[i].
+        `owner` (the caller's key) is who the work is admitted and queued for."""
         _limit(("items",), "items", len(items), self.settings.max_items)
         jobs = []
         for i, item in enumerate(items):
@@ -216,28 +219,36 @@ class Scorer:
             jobs.append(self._job(item.verifier, item.reference, item.options, item_loc))
             self._check_responses([item.response], (*item_loc, "response"), indexed=False)
         self.pool.check_capacity(len(items))
-        self._admit([(job, 1) for job in jobs])
+        self._admit([(job, 1) for job in jobs], owner)
         results = await asyncio.gather(
-            *(self._run_job(job, [item.response]) for job, item in zip(jobs, items, strict=True))
+            *(self._run_job(job, [item.response], owner) for job, item in zip(jobs, items, strict=True))
         )
         return [verdicts[0] for verdicts in results]
 
     async def score_with(
-        self, verifier: Verifier, items: Sequence[tuple[str, Any, Mapping[str, Any]]], loc: Loc = ()
+        self,
+        verifier: Verifier,
+        items: Sequence[tuple[str, Any, Mapping[str, Any]]],
+        loc: Loc = (),
+        owner: Hashable = None,
     ) -> list[Verdict]:
         """Score (response, reference, options) items with a verifier object that has no name
         in the catalog yet: the activation gate of types registered through the API."""
         jobs = [self._job_for(verifier, ref, opts, (*loc, i)) for i, (_, ref, opts) in enumerate(items)]
         self._check_responses([r for r, _, _ in items], loc)
         self.pool.check_capacity(len(items))
-        self._admit([(job, 1) for job in jobs])
+        self._admit([(job, 1) for job in jobs], owner)
         results = await asyncio.gather(
-            *(self._run_job(job, [r]) for job, (r, _, _) in zip(jobs, items, strict=True))
+            *(self._run_job(job, [r], owner) for job, (r, _, _) in zip(jobs, items, strict=True))
         )
         return [verdicts[0] for verdicts in results]
 
     async def score_groups(
-        self, groups: Sequence[GroupSpec], advantage: AdvantageConfig, on_invalid: OnInvalid = "reject"
+        self,
+        groups: Sequence[GroupSpec],
+        advantage: AdvantageConfig,
+        on_invalid: OnInvalid = "reject",
+        owner: Hashable = None,
     ) -> list[GroupResult]:
         limits = self.settings
         _limit(("groups",), "groups", len(groups), limits.max_groups)
@@ -260,13 +271,13 @@ class Scorer:
         _limit(("groups",), "verdicts in one request", total, limits.max_pending_verdicts)
         self.pool.check_capacity(total)
         runnable = [plan for plan in planned if not isinstance(plan, DomainError)]
-        self._admit([(job, 1) for plan in runnable for _, jobs in plan for job in jobs])
+        self._admit([(job, 1) for plan in runnable for _, jobs in plan for job in jobs], owner)
         return list(
             await asyncio.gather(
                 *(
                     _invalid_group(group, plan)
                     if isinstance(plan, DomainError)
-                    else self._score_group(group, plan, advantage)
+                    else self._score_group(group, plan, advantage, owner)
                     for group, plan in zip(groups, planned, strict=True)
                 )
             )
@@ -319,18 +330,26 @@ class Scorer:
                 )
         return plan
 
-    async def _run_component(self, jobs: list[_Job], responses: Sequence[str]) -> list[Verdict]:
+    async def _run_component(
+        self, jobs: list[_Job], responses: Sequence[str], owner: Hashable
+    ) -> list[Verdict]:
         if all(job is jobs[0] for job in jobs):
-            return await self._run_job(jobs[0], responses)
+            return await self._run_job(jobs[0], responses, owner)
         parts = await asyncio.gather(
-            *(self._run_job(job, [r]) for job, r in zip(jobs, responses, strict=True))
+            *(self._run_job(job, [r], owner) for job, r in zip(jobs, responses, strict=True))
         )
         return [verdicts[0] for verdicts in parts]
 
     async def _score_group(
-        self, group: GroupSpec, jobs: list[tuple[VerifierComponent, list[_Job]]], advantage: AdvantageConfig
+        self,
+        group: GroupSpec,
+        jobs: list[tuple[VerifierComponent, list[_Job]]],
+        advantage: AdvantageConfig,
+        owner: Hashable,
     ) -> GroupResult:
-        per_component = await asyncio.gather(*(self._run_component(js, group.responses) for _, js in jobs))
+        per_component = await asyncio.gather(
+            *(self._run_component(js, group.responses, owner) for _, js in jobs)
+        )
         if isinstance(group.verifier, str):  # a weighted list, even of one, goes through _combine
             verdicts = per_component[0]
             rewards = [v.score for v in verdicts]

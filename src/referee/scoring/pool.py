@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import threading
+from collections.abc import Hashable
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ import structlog
 
 from referee.errors import DomainError, ErrorKind
 from referee.scoring import worker
+from referee.scoring.fair import FairTurns
 from referee.settings import Settings
 from referee.verifiers import BUILTIN_MODULES
 
@@ -42,6 +44,7 @@ VERDICT_KINDS: frozenset[OutcomeKind] = frozenset({"ok", "memory", "timeout"})
 # A task's future must settle within its timeout plus this grace (pebble kills the worker at
 # the timeout); beyond it the pool is taken to be broken and the task has no verdict.
 WATCHDOG_GRACE_S = 10.0
+SLOTS_PER_WORKER = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,9 @@ class WorkerPool:
         self.crashes = 0
         self.rebuilds = 0
         self._rebuild_lock = threading.Lock()
+        # Checks handed to pebble at once: enough to keep every worker busy, few enough that
+        # the turn order (not pebble's first-come queue) decides who runs next.
+        self.turns = FairTurns(SLOTS_PER_WORKER * settings.workers)
 
     @property
     def size(self) -> int:
@@ -160,48 +166,61 @@ class WorkerPool:
         raise AssertionError("unreachable")
 
     async def run(
-        self, ref: worker.WorkerRef, reference_json: str, options_json: str, response: str, timeout_s: float
+        self,
+        ref: worker.WorkerRef,
+        reference_json: str,
+        options_json: str,
+        response: str,
+        timeout_s: float,
+        owner: Hashable = None,
     ) -> TaskOutcome:
+        """One check; `owner` (the caller's key) takes its turn with the others (`FairTurns`)."""
         self.pending += 1
         try:
-            try:
-                pool, future = self._schedule((ref, reference_json, options_json, response), timeout_s)
-            except RuntimeError as exc:
-                self.crashes += 1
-                return TaskOutcome("crashed", None, f"verifier pool unavailable: {exc}"[:500], {}, 0.0)
-            watchdog = asyncio.timeout(timeout_s + WATCHDOG_GRACE_S)
-            try:
-                async with watchdog:
-                    kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
-            except FutureTimeout:
-                if watchdog.expired():  # never settled: the pool is broken
-                    return self._broken(pool, future, "no result from the pool")
-                self.timeouts += 1
-                return TaskOutcome(
-                    "timeout",
-                    0.0,
-                    f"check exceeded its {timeout_s:g} s budget; worker killed and replaced",
-                    {"timed_out": True},
-                    timeout_s * 1000.0,
-                )
-            except pebble.ProcessExpired as exc:
-                self.crashes += 1
-                return TaskOutcome(
-                    "crashed",
-                    None,
-                    f"verifier worker died (exit code {exc.exitcode}); worker replaced",
-                    {},
-                    0.0,
-                )
-            except BrokenProcessPool as exc:  # the pool broke under this task (its forkserver died)
-                return self._broken(pool, future, f"{type(exc).__name__}: {exc}")
-            except Exception as exc:  # e.g. a result that cannot be unpickled: no verdict, not a 500
-                return TaskOutcome(
-                    "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
-                )
-            return TaskOutcome(kind, score, reason, details, elapsed)
+            async with self.turns.turn(owner):
+                return await self._run_now(ref, reference_json, options_json, response, timeout_s)
         finally:
             self.pending -= 1
+
+    async def _run_now(
+        self, ref: worker.WorkerRef, reference_json: str, options_json: str, response: str, timeout_s: float
+    ) -> TaskOutcome:
+        try:
+            pool, future = self._schedule((ref, reference_json, options_json, response), timeout_s)
+        except RuntimeError as exc:
+            self.crashes += 1
+            return TaskOutcome("crashed", None, f"verifier pool unavailable: {exc}"[:500], {}, 0.0)
+        watchdog = asyncio.timeout(timeout_s + WATCHDOG_GRACE_S)
+        try:
+            async with watchdog:
+                kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
+        except FutureTimeout:
+            if watchdog.expired():  # never settled: the pool is broken
+                return self._broken(pool, future, "no result from the pool")
+            self.timeouts += 1
+            return TaskOutcome(
+                "timeout",
+                0.0,
+                f"check exceeded its {timeout_s:g} s budget; worker killed and replaced",
+                {"timed_out": True},
+                timeout_s * 1000.0,
+            )
+        except pebble.ProcessExpired as exc:
+            self.crashes += 1
+            return TaskOutcome(
+                "crashed",
+                None,
+                f"verifier worker died (exit code {exc.exitcode}); worker replaced",
+                {},
+                0.0,
+            )
+        except BrokenProcessPool as exc:  # the pool broke under this task (its forkserver died)
+            return self._broken(pool, future, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # e.g. a result that cannot be unpickled: no verdict, not a 500
+            return TaskOutcome(
+                "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
+            )
+        return TaskOutcome(kind, score, reason, details, elapsed)
 
     def _broken(self, pool: pebble.ProcessPool, future: Any, why: str) -> TaskOutcome:
         future.cancel()

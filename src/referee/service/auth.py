@@ -31,6 +31,9 @@ from referee.settings import Settings
 log = structlog.get_logger(__name__)
 
 
+OWNER_KEY = "referee_owner"  # request state: the caller's key digest (None in open mode)
+
+
 class Role(Enum):
     client = "client"
     admin = "admin"
@@ -130,6 +133,8 @@ class KeyGate:
         except DomainError as exc:
             await domain_error_response(exc)(scope, receive, send)
             return
+        # Who the work is for: the engine queues and admits each key's checks in turns.
+        scope.setdefault("state", {})[OWNER_KEY] = key
         self.in_flight[key] = self.in_flight.get(key, 0) + 1
         try:
             await self.app(scope, receive, send)

@@ -5,6 +5,7 @@ Every route gets what it needs from here, typed, instead of reading `request.app
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -12,7 +13,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from referee.registered import VerifierCatalog
 from referee.scoring import Scorer
-from referee.service.auth import Auth, Role
+from referee.service.auth import OWNER_KEY, Auth, Role
 from referee.service.metrics import Metrics
 
 
@@ -29,6 +30,12 @@ def get_metrics(request: Request) -> Metrics:
 def get_catalog(request: Request) -> VerifierCatalog:
     catalog: VerifierCatalog = request.app.state.catalog
     return catalog
+
+
+def get_owner(request: Request) -> Hashable:
+    """Who the request's work is for: its key (set by KeyGate), or None in open mode."""
+    owner: Hashable = request.scope.get("state", {}).get(OWNER_KEY)
+    return owner
 
 
 def _auth(request: Request) -> Auth:
@@ -59,5 +66,6 @@ async def require_admin(request: Request, _: Credentials) -> None:
 ScorerDep = Annotated[Scorer, Depends(get_scorer)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 CatalogDep = Annotated[VerifierCatalog, Depends(get_catalog)]
+OwnerDep = Annotated[Hashable, Depends(get_owner)]
 CLIENT = [Depends(require_client)]
 ADMIN = [Depends(require_admin)]

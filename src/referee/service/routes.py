@@ -26,7 +26,7 @@ from referee.models import (
     VerifierInfo,
     VerifierList,
 )
-from referee.service.deps import CLIENT, CatalogDep, MetricsDep, ScorerDep
+from referee.service.deps import CLIENT, CatalogDep, MetricsDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
 from referee.service.openrlhf import (
@@ -52,11 +52,13 @@ _SCORING_ERRORS = documented(401, 404, 413, 422, 429, 503)
     tags=["scoring"],
     dependencies=CLIENT,
 )
-async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdict | BatchScoreResponse:
+async def score(
+    body: Annotated[ScoreBody, Body()], scorer: ScorerDep, owner: OwnerDep
+) -> Verdict | BatchScoreResponse:
     """Score one response, or a batch of independent items (`{"items": [...]}`)."""
     if isinstance(body, BatchScoreRequest):
-        return BatchScoreResponse(verdicts=await scorer.score_items(body.items, batch=True))
-    (verdict,) = await scorer.score_items([body], batch=False)
+        return BatchScoreResponse(verdicts=await scorer.score_items(body.items, batch=True, owner=owner))
+    (verdict,) = await scorer.score_items([body], batch=False, owner=owner)
     return verdict
 
 
@@ -67,9 +69,11 @@ async def score(body: Annotated[ScoreBody, Body()], scorer: ScorerDep) -> Verdic
     tags=["scoring"],
     dependencies=CLIENT,
 )
-async def groups(body: GroupsRequest, scorer: ScorerDep) -> GroupsResponse:
+async def groups(body: GroupsRequest, scorer: ScorerDep, owner: OwnerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
-    return GroupsResponse(groups=await scorer.score_groups(body.groups, body.advantage, body.on_invalid))
+    return GroupsResponse(
+        groups=await scorer.score_groups(body.groups, body.advantage, body.on_invalid, owner=owner)
+    )
 
 
 def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
@@ -135,6 +139,7 @@ _OPENRLHF_MAX_RESPONSES = 2048
 async def openrlhf_reward(
     payload: OpenRLHFRequest,
     scorer: ScorerDep,
+    owner: OwnerDep,
     verifier: str = Query("exact", min_length=1, max_length=200),
     on_error: Literal["fail", "zero"] = "fail",
     strip_eos: bool = True,
@@ -155,7 +160,9 @@ async def openrlhf_reward(
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
         async def score(chunk: list[GroupSpec]) -> list[GroupResult]:
-            return await scorer.score_groups(chunk, AdvantageConfig(), on_invalid="error_verdict")
+            return await scorer.score_groups(
+                chunk, AdvantageConfig(), on_invalid="error_verdict", owner=owner
+            )
 
         policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
         return await score_in_chunks(score, specs, policy)

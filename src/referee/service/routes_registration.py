@@ -16,7 +16,7 @@ from referee.registered import (
     VersionList,
     version_info,
 )
-from referee.service.deps import ADMIN, CLIENT, CatalogDep, ScorerDep
+from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
 from referee.verifiers import Verifier
@@ -80,13 +80,13 @@ _EXAMPLE = {
     },
     dependencies=ADMIN,
 )
-async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep) -> Any:
+async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep, owner: OwnerDep) -> Any:
     """Register a verifier type (or its next version). The examples run first through the
     scoring path; the version is stored only if each reproduces its expected score."""
 
     async def score_examples(verifier: Verifier, examples: list[RegisterExample]) -> list[Verdict]:
         items = [(e.response, e.reference, e.options) for e in examples]
-        return await scorer.score_with(verifier, items, ("body", "examples"))
+        return await scorer.score_with(verifier, items, ("body", "examples"), owner)
 
     stored, created, secret = await catalog.register(body, score_examples)
     answer = RegisterResponse(
