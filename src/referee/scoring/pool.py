@@ -41,10 +41,12 @@ log = structlog.get_logger(__name__)
 OutcomeKind = Literal["ok", "memory", "error", "timeout", "crashed"]
 # Outcomes that are verdicts on the response (the rest mean no verdict could be reached).
 VERDICT_KINDS: frozenset[OutcomeKind] = frozenset({"ok", "memory", "timeout"})
-# A task's future must settle within its timeout plus this grace (pebble kills the worker at
-# the timeout); beyond it the pool is taken to be broken and the task has no verdict.
-WATCHDOG_GRACE_S = 10.0
+# Checks handed to pebble at once, per worker (see FairTurns): enough to keep every worker busy.
 SLOTS_PER_WORKER = 8
+# A task's future must settle once the checks queued ahead of it on its worker and itself have
+# had their time budgets (pebble kills a check at its budget; the longest budget seen bounds
+# each), plus this grace; beyond that the pool is taken to be broken and the task has no verdict.
+WATCHDOG_GRACE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class WorkerPool:
         # Checks handed to pebble at once: enough to keep every worker busy, few enough that
         # the turn order (not pebble's first-come queue) decides who runs next.
         self.turns = FairTurns(SLOTS_PER_WORKER * settings.workers)
+        self._longest_budget = 0.0
 
     @property
     def size(self) -> int:
@@ -190,7 +193,8 @@ class WorkerPool:
         except RuntimeError as exc:
             self.crashes += 1
             return TaskOutcome("crashed", None, f"verifier pool unavailable: {exc}"[:500], {}, 0.0)
-        watchdog = asyncio.timeout(timeout_s + WATCHDOG_GRACE_S)
+        self._longest_budget = max(self._longest_budget, timeout_s)
+        watchdog = asyncio.timeout(self._longest_budget * (SLOTS_PER_WORKER + 1) + WATCHDOG_GRACE_S)
         try:
             async with watchdog:
                 kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
