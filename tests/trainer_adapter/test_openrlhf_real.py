@@ -156,12 +156,9 @@ async def test_weighted_components_and_a_bad_label_with_on_error_zero(referee_ur
     assert outputs[0]["extra_logs"]["referee/format.think_answer"] == [1.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service/openrlhf.py: a sample without a verdict reports no referee/<component> keys in "
-    "extra_logs, so OpenRLHF's batch gets shorter info columns and split_experience_batch raises",
-)
 async def test_every_sample_reports_the_same_extra_logs_keys(referee_url: str) -> None:
+    """A sample without a verdict (its reference cannot be used) still reports every
+    referee/<component> key its label names, so OpenRLHF can batch it with the others."""
     components = [{"name": "format.think_answer", "weight": 0.5}, {"name": "exact", "weight": 1.0}]
     label = json.dumps({"verifier": components, "reference": "<answer>42</answer>"})
     bad = json.dumps({"verifier": components, "reference": {"not": "a string"}})

@@ -178,7 +178,36 @@ async def openrlhf_verdicts(
         )
     specs, where = group_samples(samples)
     scored = iter(scatter_verdicts(await score_groups(specs), where) if specs else [])
-    return [verdict if verdict is not None else next(scored) for verdict in verdicts]
+    done = [verdict if verdict is not None else next(scored) for verdict in verdicts]
+    return [_with_every_component(v, _component_names(label)) for v, label in zip(done, labels, strict=True)]
+
+
+def _component_names(label: Any) -> list[str]:
+    """The weighted components a label names, read leniently (also from a label that cannot be
+    used otherwise): OpenRLHF batches samples whose extra_logs must all have the same keys."""
+    parsed = label
+    if isinstance(label, str) and label.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(label)
+        except ValueError:
+            return []
+    spec = parsed.get("verifier") if isinstance(parsed, dict) else None
+    if not isinstance(spec, list):
+        return []
+    names = [c.get("name") for c in spec if isinstance(c, dict)]
+    return [name.split("@")[0] for name in names if isinstance(name, str) and name]
+
+
+def _with_every_component(verdict: Verdict, names: list[str]) -> Verdict:
+    """The verdict with an entry (no score) for each of `names` it does not report, so that a
+    sample without a verdict still has every referee/<component> key in extra_logs."""
+    parts = list(verdict.details.get("components") or []) if verdict.details else []
+    have = {str(p.get("verifier", "")).split("@")[0] for p in parts if isinstance(p, dict)}
+    missing = [name for name in dict.fromkeys(names) if name not in have]
+    if not missing:
+        return verdict
+    stubs = [{"verifier": name, "status": "error", "score": None} for name in missing]
+    return verdict.model_copy(update={"details": {**(verdict.details or {}), "components": parts + stubs}})
 
 
 def openrlhf_response(verdicts: list[Verdict], error_reward: float = 0.0) -> OpenRLHFResponse:
