@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerifierComponent
+from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerdictStatus, VerifierComponent
 
 __all__ = [
     "ChunkPolicy",
+    "Placement",
     "Sample",
     "VerifierSpec",
     "canonical_key",
@@ -29,6 +31,7 @@ __all__ = [
     "scatter_rewards",
     "scatter_verdicts",
     "score_in_chunks",
+    "unsendable",
 ]
 
 VerifierSpec = str | list[VerifierComponent]
@@ -68,15 +71,48 @@ def plain(value: Any) -> Any:
     return value
 
 
-def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[tuple[int, int]]]:
-    """Group flat samples into GroupSpecs; returns the specs and each sample's (group, position).
-    References and options are made plain JSON first (`plain`)."""
+# Where a flat sample went: (group, position), or the verdict it got without being sent.
+Placement = tuple[int, int] | Verdict
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_non_finite(v) for v in value)
+    return False
+
+
+def unsendable(what: str) -> Verdict:
+    """The masked verdict of a sample that cannot be sent as it is (a client-side mistake)."""
+    return Verdict(
+        score=None,
+        status=VerdictStatus.error,
+        verifier="?",
+        reason=f"invalid input: {what}",
+        details={"invalid": {"sample": what}},
+    )
+
+
+def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[Placement]]:
+    """Group flat samples into GroupSpecs; returns the specs and where each sample went.
+    References and options are made plain JSON first (`plain`). A sample whose reference or
+    options hold NaN or an infinity (a pandas cell, a numpy label) is not sent: JSON cannot
+    carry it, and one such value would make the whole request a 422. It gets a masked verdict
+    saying why, and the rest of the batch is scored."""
     samples = [Sample(s.response, plain(s.reference), s.verifier, plain(s.options), s.key) for s in samples]
     index: dict[tuple[str, str, str, Hashable], int] = {}
     members: list[list[str]] = []
     heads: list[Sample] = []
-    where: list[tuple[int, int]] = []
+    where: list[Placement] = []
     for sample in samples:
+        if _non_finite(sample.reference) or _non_finite(sample.options):
+            where.append(
+                unsendable("the reference or options contain NaN or Infinity, which JSON cannot carry")
+            )
+            continue
         key = (
             canonical_key(sample.verifier),
             canonical_key(sample.reference),
@@ -102,13 +138,13 @@ def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[tupl
     return specs, where
 
 
-def scatter_verdicts(results: Sequence[GroupResult], where: Sequence[tuple[int, int]]) -> list[Verdict]:
+def scatter_verdicts(results: Sequence[GroupResult], where: Sequence[Placement]) -> list[Verdict]:
     """Group results back to the flat order `group_samples` was given."""
-    return [results[g].verdicts[j] for g, j in where]
+    return [w if isinstance(w, Verdict) else results[w[0]].verdicts[w[1]] for w in where]
 
 
-def scatter_rewards(results: Sequence[GroupResult], where: Sequence[tuple[int, int]]) -> list[float | None]:
-    return [results[g].rewards[j] for g, j in where]
+def scatter_rewards(results: Sequence[GroupResult], where: Sequence[Placement]) -> list[float | None]:
+    return [None if isinstance(w, Verdict) else results[w[0]].rewards[w[1]] for w in where]
 
 
 def chunk_groups(groups: list[GroupSpec], max_groups: int, max_responses: int) -> list[list[GroupSpec]]:

@@ -98,3 +98,26 @@ def test_components_reach_verl_and_openrlhf_logs(referee_url: str) -> None:
     logs = r.json()["extra_logs"]
     assert logs["referee/format.think_answer"] == [1.0, 0.0] and logs["referee/math"] == [1.0, 1.0]
     assert r.json()["rewards"] == [1.5, 1.0]
+
+
+def test_nan_and_infinite_references_are_masked_samples_not_a_failed_batch(referee_url: str) -> None:
+    """A NaN or infinite reference (a missing pandas cell, a numpy label) cannot travel as JSON:
+    the service would refuse the whole request. That sample alone gets no verdict, saying why;
+    the rest of the batch is scored, through every adapter (a batch of only such rows too)."""
+    sources = ["openai/gsm8k"] * 3
+    solutions = ["#### 72", "#### 72", "#### 3"]
+    truths = [np.int64(72), np.float64("nan"), float("inf")]
+    scores = verl.compute_score_batch(sources, solutions, truths, None, url=referee_url, return_dict=True)
+    assert [s["referee_error"] for s in scores] == [0.0, 1.0, 1.0]  # type: ignore[index]
+    assert scores[0]["score"] == 1.0  # type: ignore[index]
+    only_bad = verl.compute_score_batch(sources[:1], solutions[:1], [float("nan")], None, url=referee_url)
+    assert only_bad == [0.0]
+    reward = RefereeReward(url=referee_url, verifier="math")
+    try:
+        got = reward(
+            ["q"] * 3, ["\\boxed{72}", "\\boxed{72}", "\\boxed{1}"], reference=[72, np.nan, float("-inf")]
+        )
+        assert got == [1.0, None, None]
+        assert reward(["q"], ["\\boxed{1}"], reference=[np.nan]) == [None]
+    finally:
+        reward.close()

@@ -5,9 +5,11 @@ import time
 import pytest
 from pydantic import ValidationError
 
+from referee.client import Client, RefereeHTTPError
 from referee.verifiers.short_answer import (
     ExactVerifier,
     MultipleChoiceVerifier,
+    NumericOptions,
     NumericVerifier,
     RegexVerifier,
     parse_number,
@@ -116,3 +118,22 @@ def test_multiple_choice(response: str, score: float) -> None:
 def test_multiple_choice_custom_choices() -> None:
     assert choice.score("Answer: E", {"answer": "E", "choices": "ABCDE"}).score == 1.0
     assert choice.score("Answer: F", {"answer": "E", "choices": "ABCDE"}).score == 0.0
+
+
+@pytest.mark.parametrize("answer", ["\\boxed{1e400}", "\\boxed{-1e400}", "1" + "0" * 390])
+def test_a_number_beyond_float_range_is_a_wrong_answer_not_an_error(answer: str) -> None:
+    """A candidate that answers 1e400 gets 0 like any wrong number; before, building the
+    verdict's details overflowed and the sample came back masked (no verdict)."""
+    verifier, options = NumericVerifier(), NumericOptions()
+    check = verifier.check(answer, verifier.prepare("5", options), options)
+    assert check.score == 0.0 and check.reason == "value outside tolerance"
+    assert "e+" in str(check.details["answer"]) or check.details["answer"] > 1e300
+
+
+@pytest.mark.parametrize("reference", ["nan", "inf", "-Infinity", "about five", ""])
+def test_a_reference_that_is_no_finite_number_is_refused(reference: str, client: Client) -> None:
+    with pytest.raises(ValueError, match="not a finite number"):
+        NumericVerifier.validate_inputs(reference, NumericOptions())
+    with pytest.raises(RefereeHTTPError) as info:
+        client.score("numeric", "\\boxed{5}", reference)
+    assert info.value.status_code == 422

@@ -113,8 +113,12 @@ class SampleBatcher:
         self.requests += 1
         specs, where = group_samples([sample for sample, _ in batch])
         try:
-            response = await self.client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
-            verdicts = scatter_verdicts(response.groups, where)
+            groups = (
+                (await self.client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")).groups
+                if specs
+                else []
+            )
+            verdicts = scatter_verdicts(groups, where)
         except Exception as exc:  # every waiter sees the failure; none is left hanging
             for _, future in batch:
                 if not future.done():

@@ -169,10 +169,14 @@ class RefereeReward(_RefereeRewardBase):
         self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
     ) -> list[float | None]:
         specs, where = group_samples(self._samples(prompts, completions, kwargs))
-        if not specs:
+        if not where:
             return []
         start = time.perf_counter()
-        results = self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
+        results = (
+            self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
+            if specs
+            else []
+        )
         rewards = scatter_rewards(results, where)
         self._log(kwargs, results, scatter_verdicts(results, where), rewards, time.perf_counter() - start)
         return rewards
@@ -206,12 +210,16 @@ class AsyncRefereeReward(_RefereeRewardBase):
         self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
     ) -> list[float | None]:
         specs, where = group_samples(self._samples(prompts, completions, kwargs))
-        if not specs:
+        if not where:
             return []
         start = time.perf_counter()
         results = (
-            await self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
-        ).groups
+            (
+                await self._get_client().score_groups(specs, AdvantageConfig(), on_invalid="error_verdict")
+            ).groups
+            if specs
+            else []
+        )
         rewards = scatter_rewards(results, where)
         self._log(kwargs, results, scatter_verdicts(results, where), rewards, time.perf_counter() - start)
         return rewards

@@ -164,9 +164,12 @@ def compute_score_batch(
         )
     ]
     specs, where = group_samples(samples)
-    if not specs:
+    if not samples:
         return []
-    results = _client(url, api_key).score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups
+    client = _client(url, api_key)
+    results = (
+        client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups if specs else []
+    )
     verdicts = scatter_verdicts(results, where)
     return [_result(v, s.verifier, error_score, return_dict) for v, s in zip(verdicts, samples, strict=True)]
 

@@ -200,6 +200,15 @@ def parse_number(text: str) -> Fraction | None:
     return Fraction(value)
 
 
+def _shown(value: Fraction) -> float | str:
+    """A value for the verdict's details: a float, or its decimal text beyond float range (an
+    answer of 1e400 is the candidate's wrong answer, never an error of the judge)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return f"{Decimal(value.numerator) / Decimal(value.denominator):.6e}"
+
+
 class NumericOptions(_Options):
     abs_tol: float = Field(default=0.0, ge=0.0)
     rel_tol: float = Field(default=1e-9, ge=0.0)
@@ -221,6 +230,16 @@ class NumericVerifier(Verifier):
         "options": {},
         "expected_score": 1.0,
     }
+
+    @classmethod
+    def validate_inputs(cls, reference: Any, options: Any) -> None:
+        """A reference that is no finite number ("nan", "inf", "about 5") is refused (422):
+        scored, it would give every response 0."""
+        if isinstance(reference, int | float) and not isinstance(reference, bool):
+            if not math.isfinite(reference):
+                raise ValueError("the reference must be a finite number")
+        elif not isinstance(reference, str) or parse_number(reference) is None:
+            raise ValueError(f"the reference {str(reference)[:40]!r} is not a finite number")
 
     def prepare(self, reference: float | str, options: NumericOptions) -> Fraction | None:
         if isinstance(reference, float):
@@ -244,7 +263,7 @@ class NumericVerifier(Verifier):
                 return Check(0.0, reason="answer is not a number", details={"answer": selected[-200:]})
         diff = abs(value - prepared)
         tolerance = max(Fraction(options.abs_tol), Fraction(options.rel_tol) * abs(prepared))
-        details = {"answer": float(value), "reference": float(prepared)}
+        details = {"answer": _shown(value), "reference": _shown(prepared)}
         if diff <= tolerance:
             return Check(1.0, details=details)
         return Check(0.0, reason="value outside tolerance", details=details)
