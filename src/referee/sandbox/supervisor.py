@@ -35,6 +35,7 @@ import ctypes
 import json
 import os
 import resource
+import select
 import selectors
 import signal
 import socket
@@ -196,15 +197,29 @@ class Supervisor:
                 code = 0
             os._exit(code)
         deadline = time.monotonic() + timeout_s
-        while True:
-            got, status = os.waitpid(pid, os.WNOHANG)
-            if got:
-                return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                return False
-            time.sleep(0.0005)
+        # Woken by the child's exit itself (a pidfd turns readable), not by polling: the
+        # helper runs after every program, and a polling interval is time no program runs.
+        try:
+            exited = os.pidfd_open(pid)
+        except OSError:
+            exited = None
+        try:
+            while True:
+                got, status = os.waitpid(pid, os.WNOHANG)
+                if got:
+                    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return False
+                if exited is None:
+                    time.sleep(min(0.0005, remaining))
+                else:
+                    select.select([exited], [], [], remaining)
+        finally:
+            if exited is not None:
+                os.close(exited)
 
     def spawn(self, argv, env, limits, stdin_fd, out_fd, err_fd, extra_fds, uid):
         pid = os.fork()
@@ -304,10 +319,12 @@ class Supervisor:
         objects. Returns None when the container is pristine again, else what remains."""
         if not self.kill_everything(uid):
             return "a process survived SIGKILL"
-        # The candidate's files and IPC objects are removed by a child running as their owner:
-        # this process holds no capability to override permissions (no CAP_DAC_OVERRIDE,
-        # CAP_FOWNER or CAP_IPC_OWNER), on purpose.
-        if not self.as_uid(uid, scrub_as_owner, SCRUB_TIMEOUT_S):
+        # The candidate's directories and IPC objects are removed by a child running as their
+        # owner: this process holds no capability to override permissions (no
+        # CAP_DAC_OVERRIDE, CAP_FOWNER or CAP_IPC_OWNER), on purpose. Without any, there is
+        # no need for that child: as the owner of the sticky /work and /tmp, this process may
+        # unlink every entry in them. Either way leftovers() checks the result.
+        if needs_owner(uid) and not self.as_uid(uid, scrub_as_owner, SCRUB_TIMEOUT_S):
             return "scrubbing failed or timed out"
         remove_scratch()  # what this process wrote itself (the program and its artifacts)
         return leftovers(self.zygote.pid)
@@ -352,6 +369,19 @@ def kill_all_of_mine():
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             return
+
+
+def needs_owner(uid):
+    """True when removing what `uid` left needs a process of that uid: a directory in the
+    scratch dirs (its entries are the owner's to remove) or an IPC object of that uid."""
+    try:
+        for top in SCRATCH:
+            with os.scandir(top) as entries:
+                if any(entry.is_dir(follow_symlinks=False) for entry in entries):
+                    return True
+    except OSError:
+        return True
+    return any(owner == uid for _, _, owner in sysv_objects())
 
 
 def scrub_as_owner():
