@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     db_path: Path = Field(
         default_factory=_default_db_path, description="Default: $XDG_DATA_HOME/referee/referee.db."
     )
+    # A registration waits this long for another writer's lock on the SQLite file, then gets
+    # 503 + Retry-After (scoring never waits on it: reads go on under WAL).
+    registry_busy_timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_registered_types: int = Field(default=100, ge=0, description="Active registered type names.")
     max_registered_source_bytes: int = Field(default=64 * 1024, ge=256, description="Spec or source size.")
     max_registered_examples: int = Field(default=32, ge=1)

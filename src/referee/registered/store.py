@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from referee.errors import DomainError, ErrorKind
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verifier_versions (
     name TEXT NOT NULL,
@@ -62,6 +64,23 @@ class StoredVersion:
     @property
     def qualified(self) -> str:
         return f"{self.name}@{self.version}"
+
+
+# How long a client should wait before retrying a write the registry could not take.
+REGISTRY_RETRY_AFTER_S = 5.0
+
+
+class RegistryUnavailable(DomainError):
+    """The registry cannot take a write now (locked by another writer beyond the busy timeout,
+    disk full, I/O error): a 503 with Retry-After, never a 500; nothing was written."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            ErrorKind.unavailable,
+            "registry_unavailable",
+            f"the registry cannot be written now ({why}); retry later",
+            retry_after_s=REGISTRY_RETRY_AFTER_S,
+        )
 
 
 class QuotaExceeded(Exception):
@@ -110,6 +129,10 @@ class VerifierStore(Protocol):
         """A token that changes whenever any writer (any process) has committed a change."""
         ...
 
+    def health(self) -> tuple[bool, str]:
+        """(ok, reason): whether writes go through (reads may work while writes do not)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -121,6 +144,12 @@ class SQLiteStore:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._writes = 0
+        self._write_failure: str | None = None  # why the last write failed, until one succeeds
+
+    def health(self) -> tuple[bool, str]:
+        """(ok, reason) for /readyz: not ok from a failed write until the next one succeeds."""
+        failure = self._write_failure
+        return (False, f"last write failed: {failure}") if failure else (True, "ok")
 
     # ---- connections -------------------------------------------------------------------------
 
@@ -215,7 +244,11 @@ class SQLiteStore:
         max_names: int,
         same: Callable[[StoredVersion], bool] | None = None,
     ) -> tuple[StoredVersion, bool]:
-        conn = self._connect(create=True)
+        try:
+            conn = self._connect(create=True)
+        except (OSError, sqlite3.Error) as exc:  # no room for the file, a read-only directory
+            self._write_failure = f"{type(exc).__name__}: {exc}"[:300]
+            raise RegistryUnavailable(str(exc)[:200]) from exc
         assert conn is not None
         with self._transaction(conn):
             latest = conn.execute(
@@ -252,14 +285,22 @@ class SQLiteStore:
 
     @contextlib.contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
-        """One write transaction (serialised with every other writer); counted as a write."""
-        conn.execute("BEGIN IMMEDIATE")
+        """One write transaction (serialised with every other writer); counted as a write. A
+        database error (locked beyond the busy timeout, disk full, I/O error) is
+        RegistryUnavailable, and health() reports it until a write succeeds."""
         try:
-            yield
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:  # IntegrityError included: the schema's keys are ours
+            self._write_failure = f"{type(exc).__name__}: {exc}"[:300]
+            raise RegistryUnavailable(str(exc)[:200]) from exc
+        self._write_failure = None
         with self._lock:
             self._writes += 1
 

@@ -71,7 +71,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     admission = Admission.for_settings(settings)
     metrics = Metrics(pool, admission)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
-    catalog = VerifierCatalog(settings, installed, SQLiteStore(settings.db_path))
+    catalog = VerifierCatalog(settings, installed, SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

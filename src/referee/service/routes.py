@@ -205,7 +205,9 @@ def _refuse_failed_samples(verdicts: list[Verdict]) -> None:
 
 class Readiness(BaseModel):
     ready: bool
-    checks: dict[str, dict[str, Any]] = Field(description="workers (decides readiness), sandbox (reported)")
+    checks: dict[str, dict[str, Any]] = Field(
+        description="workers (decides readiness); sandbox and registry (writes) reported"
+    )
     lanes: dict[str, dict[str, float]] = Field(description="Admission per execution lane")
 
 
@@ -222,7 +224,7 @@ async def livez() -> dict[str, str]:
     },
     tags=["health"],
 )
-async def readyz(scorer: ScorerDep) -> JSONResponse:
+async def readyz(scorer: ScorerDep, catalog: CatalogDep) -> JSONResponse:
     """Ready when the worker pool runs; the sandbox is reported (code verdicts need it) but
     does not make the service unready: every other verifier keeps working without it."""
     checks: dict[str, dict[str, Any]] = {
@@ -239,6 +241,10 @@ async def readyz(scorer: ScorerDep) -> JSONResponse:
         checks["sandbox"] = {"ok": ok, "reason": reason}
     else:
         checks["sandbox"] = {"ok": False, "reason": "sandbox disabled"}
+    # Reported, not deciding: scoring (registered types included) goes on while the registry
+    # cannot take writes; registrations get 503 + Retry-After meanwhile.
+    registry_ok, registry_reason = catalog.store.health()
+    checks["registry"] = {"ok": registry_ok, "reason": registry_reason}
     ready = checks["workers"]["ok"]
     content = {"ready": ready, "checks": checks, "lanes": scorer.admission.snapshot()}
     return JSONResponse(status_code=200 if ready else 503, content=content)
