@@ -32,6 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "service": {"scoring", "registered", "verifiers", "sandbox"},
     "client": set(),
     "trainer_adapter": {"client"},
+    "audit": {"verifiers", "scoring", "sandbox", "client"},
 }
 PACKAGES = set(ALLOWED)
 

@@ -107,6 +107,7 @@ def _mount_subcommands() -> None:
     for module, name, help_text in (
         ("referee.sandbox.cli", "sandbox", "Build and inspect the code sandbox image."),
         ("referee.trainer_adapter.cli", "train", "GRPO demo and training loop."),
+        ("referee.audit.cli", "audit", "Audit a verifier, or the strength of code test suites."),
     ):
         try:
             sub = __import__(module, fromlist=["app"]).app
