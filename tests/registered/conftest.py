@@ -79,6 +79,7 @@ class Webhook:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
         self.down = False  # /switch answers 500 while True
+        self.hanging = False  # /switch answers only after SLOW_S while True
         self.bodies: list[dict[str, Any]] = []
         owner = self
 
@@ -97,7 +98,7 @@ class Webhook:
                 owner.bodies.append({"path": path, **payload, "verifier": self.headers["x-referee-verifier"]})
                 if path == "/fail" or (path == "/switch" and owner.down):
                     return self.answer(500, {"error": "boom"})
-                if path == "/slow":
+                if path == "/slow" or (path == "/switch" and owner.hanging):
                     time.sleep(SLOW_S)
                 if path == "/garbage":
                     return self.answer(200, {"verdict": "yes"})

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,39 +17,26 @@ import pytest
 from referee.service.background import BackgroundServer
 from tests.registered.conftest import register, registered_settings
 from tests.registered.test_api import r1_math
+from tests.support.load import ThreadedLoad
 from tests.timing import wait_until, within
 
 ANSWER = {"response": "<think>2+2</think><answer>\\boxed{4}</answer>", "reference": {"answer": "4"}}
 
 
-class ScoringLoad:
+class ScoringLoad(ThreadedLoad):
     """A client scoring a registered type and a built-in one until stopped."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        super().__init__(url, clients=1, timeout_s=30)
         self.statuses: list[tuple[int, float | None]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=30) as http:
-            while not self._stop.is_set():
-                for body in (
-                    {"verifier": "faults.type", **ANSWER},
-                    {"verifier": "exact", "response": "4", "reference": "4"},
-                ):
-                    r = http.post("/v1/score", json=body)
-                    self.statuses.append(
-                        (r.status_code, r.json().get("score") if r.status_code == 200 else None)
-                    )
-
-    def __enter__(self) -> ScoringLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
+    def step(self, http: httpx.Client, i: int) -> None:
+        for body in (
+            {"verifier": "faults.type", **ANSWER},
+            {"verifier": "exact", "response": "4", "reference": "4"},
+        ):
+            r = http.post("/v1/score", json=body)
+            self.statuses.append((r.status_code, r.json().get("score") if r.status_code == 200 else None))
 
 
 def _registry(http: httpx.Client) -> dict[str, object]:

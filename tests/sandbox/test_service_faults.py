@@ -30,6 +30,7 @@ from referee.service.background import BackgroundServer, free_port
 from tests.conftest import REPO, make_settings
 from tests.registered.test_api import r1_math
 from tests.sandbox.helpers import docker_client
+from tests.support.load import ThreadedLoad
 from tests.timing import wait_until, within
 
 pytestmark = pytest.mark.docker
@@ -61,39 +62,25 @@ def _sandbox_ready(http: httpx.Client) -> bool:
         return False
 
 
-class Load:
+class Load(ThreadedLoad):
     """Clients posting code groups of honest programs until stopped; every verdict is kept."""
 
     def __init__(self, url: str, clients: int = 3) -> None:
-        self.url = url
+        super().__init__(url, clients)
         self.verdicts: list[tuple[float, str, Any]] = []  # (time, status, score)
         self.http_errors: list[str] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
 
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=120) as http:
-            while not self._stop.is_set():
-                try:
-                    response = http.post("/v1/groups", json={"groups": [CODE_GROUP]})
-                except httpx.TransportError as exc:
-                    self.http_errors.append(repr(exc))
-                    continue
-                if response.status_code != 200:
-                    self.http_errors.append(f"{response.status_code} {response.text[:200]}")
-                    continue
-                for result in response.json()["groups"][0]["verdicts"]:
-                    self.verdicts.append((time.monotonic(), result["status"], result["score"]))
-
-    def __enter__(self) -> Load:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=180)
+    def step(self, http: httpx.Client, i: int) -> None:
+        try:
+            response = http.post("/v1/groups", json={"groups": [CODE_GROUP]})
+        except httpx.TransportError as exc:
+            self.http_errors.append(repr(exc))
+            return
+        if response.status_code != 200:
+            self.http_errors.append(f"{response.status_code} {response.text[:200]}")
+            return
+        for result in response.json()["groups"][0]["verdicts"]:
+            self.verdicts.append((time.monotonic(), result["status"], result["score"]))
 
     def fake_scores(self) -> list[tuple[float, str, Any]]:
         """Verdicts that are neither right (1.0) nor masked (error, null): must be none."""
