@@ -27,15 +27,6 @@ KNOWN_BUGS = {
         "math",
         "retraction",
     ): "math keeps a box the response retracts with no new answer (MATH_POLICY rule 1: retracted boxes are ignored)",
-    (
-        "numeric",
-        "hedge_two_boxes",
-    ): "numeric reads only the last \\boxed{}: 'either \\boxed{41} or \\boxed{42}' scores 1",
-    (
-        "numeric",
-        "spray_boxes_correct_last",
-    ): "numeric reads only the last \\boxed{}: a spray of boxes ending in the answer scores 1",
-    ("numeric", "retraction"): "numeric keeps a retracted box",
 }
 
 

@@ -137,3 +137,20 @@ def test_a_reference_that_is_no_finite_number_is_refused(reference: str, client:
     with pytest.raises(RefereeHTTPError) as info:
         client.score("numeric", "\\boxed{5}", reference)
     assert info.value.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("It is either $\\boxed{41}$ or $\\boxed{42}$.", 0.0),  # a hedge
+        ("Candidates: $\\boxed{39}$ $\\boxed{40}$ $\\boxed{42}$", 0.0),  # a spray ending right
+        ("The answer is $\\boxed{42}$. Wait, that is wrong: I do not know.", 0.0),  # retracted
+        ("I got $\\boxed{41}$, but that was a mistake; the correct value is $\\boxed{42}$.", 0.0),
+        ("So $\\boxed{42}$, and checking again: $\\boxed{42.0}$.", 1.0),  # the same value twice
+        ("The answer is $\\boxed{42}$, which matches the check above.", 1.0),
+        ("<think>maybe \\boxed{41}</think> The answer is $\\boxed{42}$.", 1.0),  # only the final part
+    ],
+)
+def test_numeric_hedged_and_retracted_boxes(response: str, score: float) -> None:
+    verifier, options = NumericVerifier(), NumericOptions()
+    assert verifier.check(response, verifier.prepare("42", options), options).score == score

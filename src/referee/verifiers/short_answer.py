@@ -209,6 +209,38 @@ def _shown(value: Fraction) -> float | str:
         return f"{Decimal(value.numerator) / Decimal(value.denominator):.6e}"
 
 
+# Words after the last box that take it back ("Wait, that is wrong", "I do not know"): the box
+# is then no answer. Cautious on purpose: a correct box followed by such words scores 0.
+_RETRACTION = re.compile(
+    r"\b(?:wait\b|actually\b|scratch that|that(?:'s| is| was) (?:wrong|incorrect|a mistake)|"
+    r"(?:is|was) (?:wrong|incorrect|a mistake)|not correct|i (?:do not|don't) know)",
+    re.IGNORECASE,
+)
+
+
+def _box_value(content: str) -> Fraction | str:
+    value = parse_number(content)
+    return value if value is not None else " ".join(content.split())
+
+
+def _hedged_or_retracted_boxes(response: str) -> str | None:
+    """Why the boxes of the final part are no answer, or None: several boxes with different
+    values (a hedge, or a spray ending in the right one), or words after the last box that
+    retract it. Repeating the same value in several boxes is fine."""
+    final = extract.final_part(response)
+    if final is None:
+        return None
+    spans = extract.boxed_spans(final)
+    if not spans:
+        return None
+    values = {_box_value(content) for _, _, content in spans}
+    if len(values) > 1:
+        return "several different boxed answers (a hedge)"
+    if _RETRACTION.search(final[spans[-1][1] :]):
+        return "the boxed answer is retracted after it"
+    return None
+
+
 class NumericOptions(_Options):
     abs_tol: float = Field(default=0.0, ge=0.0)
     rel_tol: float = Field(default=1e-9, ge=0.0)
@@ -249,6 +281,10 @@ class NumericVerifier(Verifier):
     def check(self, response: str, prepared: Fraction | None, options: NumericOptions) -> Check:
         if prepared is None:
             return Check(0.0, reason="reference is not a number")
+        if options.extract in ("auto", "boxed"):
+            refused = _hedged_or_retracted_boxes(response)
+            if refused is not None:
+                return Check(0.0, reason=refused)
         selected = select_answer(response, options.extract)
         if selected is None:
             return Check(0.0, reason="no final answer")
