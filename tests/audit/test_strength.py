@@ -117,3 +117,34 @@ def test_cli_audit_tests(audit_sandbox_image: str, tmp_path: Path, monkeypatch: 
     assert "weak: ['weak_is_even', 'weak_max_of_two']" in result.output
     md = (tmp_path / "strength_fixture.strength.md").read_text()
     assert "| weak_is_even |" in md and "weak tests" in md
+
+
+async def test_no_verdict_is_not_a_broken_problem() -> None:
+    """When the sandbox gives no verdict, the problem is neither broken nor judged."""
+    from collections.abc import Sequence
+
+    from referee.models import GroupResult, GroupSpec, Verdict, VerdictStatus
+
+    async def down(groups: Sequence[GroupSpec]) -> list[GroupResult]:
+        out = []
+        for g in groups:
+            v = [
+                Verdict(score=None, status=VerdictStatus.error, verifier="code", reason="sandbox down")
+                for _ in g.responses
+            ]
+            out.append(
+                GroupResult(
+                    verdicts=v,
+                    rewards=[None] * len(v),
+                    advantages=[None] * len(v),
+                    mean=None,
+                    std=None,
+                    zero_variance=True,
+                )
+            )
+        return out
+
+    report = await run_strength(load_problems(FIXTURE)[:1], down)
+    [problem] = report.problems
+    assert problem.broken is False and problem.weak is False
+    assert problem.why == ["no verdict on the reference solution: sandbox down"]

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 from referee.client import AsyncClient
 from referee.models import AdvantageConfig, GroupResult, GroupSpec
-from referee.sandbox import SandboxPool, SandboxSettings
+from referee.sandbox import SandboxPool, SandboxSettings, SandboxUnavailable
 from referee.scoring import Scorer, WorkerPool
 from referee.settings import Settings
 from referee.verifiers import Resources, load_installed
@@ -48,6 +48,9 @@ async def in_process(
         if sandbox is not None:
             sandbox_pool = SandboxPool(sandbox)
             await sandbox_pool.start()
+            healthy, why = sandbox_pool.health()
+            if not healthy:  # every code verdict would be an error: say so once, up front
+                raise SandboxUnavailable(f"the code sandbox is unavailable: {why}")
         installed = load_installed(settings.extra_verifiers, plugins=settings.load_plugins)
         scorer = Scorer(settings, installed, pool, Resources(sandbox=sandbox_pool))
         yield scorer_backend(scorer)

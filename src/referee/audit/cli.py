@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from tqdm import tqdm
@@ -18,7 +18,7 @@ from referee.audit.report import write_reports
 from referee.audit.run import run_audit
 from referee.audit.strength import MAX_MUTANTS, MAX_SURVIVAL, load_problems, run_strength
 from referee.client import AsyncClient
-from referee.sandbox import SandboxSettings
+from referee.sandbox import SandboxSettings, SandboxUnavailable
 from referee.settings import Settings
 
 app = typer.Typer(
@@ -57,6 +57,14 @@ def _bar(desc: str) -> tuple[Callable[[int, int], None], tqdm]:
         bar.refresh()
 
     return progress, bar
+
+
+def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    try:
+        asyncio.run(main())
+    except SandboxUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
 
 
 @app.command("run")
@@ -101,7 +109,7 @@ def run_command(
             failed = [f"{p.battery}/{p.name}" for p in report.probes if not p.passed]
             typer.echo("failing probes: " + ", ".join(failed), err=True)
 
-    asyncio.run(main())
+    _run(main)
 
 
 @app.command("tests")
@@ -144,4 +152,4 @@ def tests_command(
         )
         typer.echo("reports: " + ", ".join(str(p) for p in paths.values()))
 
-    asyncio.run(main())
+    _run(main)

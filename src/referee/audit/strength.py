@@ -332,7 +332,9 @@ async def assess_problem(
     ref_result = _result("reference", "reference", ref_outcome)
     programs = [ref_result]
     why: list[str] = []
-    broken = not ref_result.passed
+    if ref_result.status != "ok":  # no verdict (the sandbox failed): nothing can be said
+        why.append(f"no verdict on the reference solution: {ref_result.verdict}")
+    broken = ref_result.status == "ok" and not ref_result.passed
     if broken:
         why.append(f"the reference solution does not pass its tests ({ref_result.verdict})")
     trivials = trivial_programs(problem)
