@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "verifiers": {"sandbox"},
     "scoring": {"verifiers"},
     "registered": {"verifiers", "sandbox"},
-    "service": {"scoring", "registered", "verifiers", "sandbox"},
+    "service": {"scoring", "registered", "verifiers", "sandbox", "audit"},
     "client": set(),
     "trainer_adapter": {"client"},
     "audit": {"verifiers", "scoring", "sandbox", "client"},

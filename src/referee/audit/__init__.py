@@ -7,7 +7,14 @@ so a service can run them as background jobs.
 """
 
 from referee.audit.backend import ScoreGroups, in_process, over_http, scorer_backend
-from referee.audit.data import LabelledFileError, LabelledRow, load_labelled, parse_verifier, read_rows
+from referee.audit.data import (
+    LabelledFileError,
+    LabelledRow,
+    load_labelled,
+    parse_verifier,
+    read_rows,
+    row_from_mapping,
+)
 from referee.audit.mutate import Mutant, mutants
 from referee.audit.probes import Probe, battery, generic
 from referee.audit.report import audit_html, audit_markdown, strength_html, strength_markdown, write_reports
@@ -37,6 +44,7 @@ __all__ = [
     "over_http",
     "parse_verifier",
     "read_rows",
+    "row_from_mapping",
     "run_audit",
     "run_strength",
     "scorer_backend",

@@ -22,6 +22,7 @@ from referee.service.body_limit import BodySizeLimit
 from referee.service.errors import index_methods, install_error_handlers
 from referee.service.metrics import Metrics
 from referee.service.routes import router
+from referee.service.routes_audits import audits_router
 from referee.service.routes_registration import router as registration_router
 from referee.settings import Settings
 from referee.verifiers import Resources, load_installed
@@ -71,7 +72,9 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     admission = Admission.for_settings(settings)
     metrics = Metrics(pool, admission)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
-    catalog = VerifierCatalog(settings, installed, SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s))
+    catalog = VerifierCatalog(
+        settings, installed, SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s)
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -124,7 +127,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     auth = install_auth(app, settings)
     app.include_router(router)
     app.include_router(registration_router)
-    index_methods(app, router, registration_router)
+    app.include_router(audits_router)
+    index_methods(app, router, registration_router, audits_router)
     if auth.open:
         _document_open_mode(app)
 

@@ -386,7 +386,9 @@ def _shared(result: Check | VerifierError, source_index: int, index: int) -> Che
     """Response `index`'s verdict when it is the same program as response `source_index`."""
     if index == source_index or not isinstance(result, Check):
         return result
-    return Check(result.score, reason=result.reason, details={**result.details, "same_program_as": source_index})
+    return Check(
+        result.score, reason=result.reason, details={**result.details, "same_program_as": source_index}
+    )
 
 
 class CodeVerifier(AsyncVerifier):

@@ -122,7 +122,9 @@ class Evaluator:
         if tag == "+":
             # `x+x+...+x` (5000 terms): each distinct term is evaluated once, times its count.
             counts = Counter(node[1:])
-            terms = [self.value_of(child) * k if k > 1 else self.value_of(child) for child, k in counts.items()]
+            terms = [
+                self.value_of(child) * k if k > 1 else self.value_of(child) for child, k in counts.items()
+            ]
             biggest = max(ctx.mag(t) for t in terms)
             for term in terms:
                 self._check_lost(term, biggest)

@@ -1,0 +1,212 @@
+"""`POST /v1/audits` and `GET /v1/audits/{id}`: a verifier audit as a background job.
+
+The audit itself is `referee.audit.run_audit` (accuracy on labelled rows, false positives
+first, latency, the verifier kind's probe battery). Here it runs as a task of the service, over
+the service's own scorer but admitted under an owner of its own (`("audit", id)`), with at most
+MAX_RUNNING jobs and a small chunk concurrency: scoring traffic is never starved by an audit,
+and an audit waits its turn like any other caller. Jobs live in memory (the last MAX_KEPT),
+so a restart forgets them: the report is the client's to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.audit import (
+    AuditReport,
+    LabelledFileError,
+    audit_html,
+    audit_markdown,
+    row_from_mapping,
+    run_audit,
+    scorer_backend,
+)
+from referee.errors import DomainError, ErrorKind
+from referee.models import VerifierComponent
+from referee.service.deps import CLIENT, ScorerDep
+from referee.service.errors import documented
+
+MAX_ROWS = 20_000
+MAX_RUNNING = 2
+MAX_KEPT = 32
+# Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
+AUDIT_CONCURRENCY = 2
+
+audits_router = APIRouter(prefix="/v1/audits", tags=["audits"], dependencies=CLIENT)
+
+
+class AuditRow(BaseModel):
+    """One labelled row: what the verifier should give `response` against `reference`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    response: str = Field(max_length=1 << 20)
+    reference: Any = Field(
+        description="As the verifier takes it (checked when scored: an invalid one is an error row)"
+    )
+    expected: float = Field(ge=0.0, le=1.0, description="The right score")
+    category: str | None = Field(default=None, max_length=200)
+    id: str | None = Field(default=None, max_length=200)
+    task: str | None = Field(default=None, max_length=100, description="Fills `{task}` in the verifier name")
+
+
+class AuditComponent(BaseModel):
+    """A weighted term of the audited reward (as in /v1/groups), read strictly."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: str = Field(min_length=1, max_length=200)
+    weight: float = Field(default=1.0, ge=-1e6, le=1e6)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class AuditRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    verifier: (
+        Annotated[str, Field(min_length=1, max_length=200)]
+        | Annotated[list[AuditComponent], Field(min_length=1, max_length=16)]
+    ) = Field(
+        description="A verifier name (`math`, `name@2`, `logic.{task}` filled from each row's `task`) "
+        "or weighted components."
+    )
+    rows: list[AuditRow] = Field(min_length=1, max_length=MAX_ROWS, description="The labelled rows.")
+    probes: bool = Field(default=True, description="Also run the verifier kind's probe battery.")
+
+
+class AuditJob(BaseModel):
+    id: str
+    status: Literal["running", "done", "failed"]
+    verifier: str
+    progress: dict[str, int]
+    created: float
+    finished: float | None = None
+    error: str | None = None
+    report: AuditReport | None = None
+
+
+class _Jobs:
+    def __init__(self) -> None:
+        self.jobs: OrderedDict[str, AuditJob] = OrderedDict()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def running(self) -> int:
+        return sum(job.status == "running" for job in self.jobs.values())
+
+    def add(self, job: AuditJob) -> None:
+        self.jobs[job.id] = job
+        while len(self.jobs) > MAX_KEPT:
+            oldest = next((k for k, j in self.jobs.items() if j.status != "running"), None)
+            if oldest is None:
+                break
+            del self.jobs[oldest]
+
+
+def _jobs(request: Request) -> _Jobs:
+    jobs: _Jobs | None = getattr(request.app.state, "audit_jobs", None)
+    if jobs is None:
+        jobs = request.app.state.audit_jobs = _Jobs()
+    return jobs
+
+
+@audits_router.post(
+    "",
+    status_code=202,
+    response_model=AuditJob,
+    responses=documented(
+        401, 413, 422, 429, 503, d503=f"{MAX_RUNNING} audits are running; retry after Retry-After"
+    ),
+)
+async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -> AuditJob:
+    """Start an audit; poll `GET /v1/audits/{id}` for its progress and report."""
+    verifier: str | list[VerifierComponent] = (
+        body.verifier
+        if isinstance(body.verifier, str)
+        else [VerifierComponent.model_validate(c.model_dump()) for c in body.verifier]
+    )
+    try:
+        rows = [
+            row_from_mapping({**row.model_dump(exclude_none=True), "reference": row.reference}, i)
+            for i, row in enumerate(body.rows)
+        ]
+    except (LabelledFileError, ValueError) as exc:  # the model above should make this unreachable
+        raise DomainError(ErrorKind.invalid, "invalid_rows", str(exc)[:500]) from None
+    jobs = _jobs(request)
+    if jobs.running() >= MAX_RUNNING:
+        raise DomainError(
+            ErrorKind.overloaded,
+            "audits_busy",
+            f"{MAX_RUNNING} audits are running; retry when one is done",
+            retry_after_s=10,
+        )
+    name = verifier if isinstance(verifier, str) else " + ".join(f"{c.weight:g}*{c.name}" for c in verifier)
+    job = AuditJob(
+        id=uuid.uuid4().hex,
+        status="running",
+        verifier=name,
+        progress={"done": 0, "total": 0},
+        created=time.time(),
+    )
+    jobs.add(job)
+
+    def progress(done: int, total: int) -> None:
+        job.progress = {"done": done, "total": total}
+
+    async def run() -> None:
+        try:
+            job.report = await run_audit(
+                rows,
+                verifier,
+                scorer_backend(scorer, owner=("audit", job.id)),
+                progress=progress,
+                probes=body.probes,
+                source=f"POST /v1/audits {job.id}",
+                concurrency=AUDIT_CONCURRENCY,
+            )
+            job.status = "done"
+        except Exception as exc:  # reported on the job; the service goes on
+            job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"[:500]
+        finally:
+            job.finished = time.time()
+
+    task = asyncio.create_task(run(), name=f"referee-audit-{job.id}")
+    jobs.tasks.add(task)
+    task.add_done_callback(jobs.tasks.discard)
+    return job.model_copy(update={"report": None})
+
+
+@audits_router.get(
+    "/{audit_id}",
+    response_model=AuditJob,
+    responses={
+        200: {
+            "content": {
+                "text/markdown": {"schema": {"type": "string"}},
+                "text/html": {"schema": {"type": "string"}},
+            }
+        },
+        **documented(401, 404, 422, 429, d404="No such audit (only the last 32 are kept)"),
+    },
+)
+async def get_audit(
+    audit_id: str,
+    request: Request,
+    format: Literal["json", "markdown", "html"] = Query(default="json", description="The report's form"),
+) -> Response | AuditJob:
+    """The job: its progress while it runs, its report when done (`format=markdown|html`: the
+    report alone, once done)."""
+    job = _jobs(request).jobs.get(audit_id)
+    if job is None:
+        raise DomainError(
+            ErrorKind.not_found, "unknown_audit", f"no audit {audit_id!r} (kept: the last {MAX_KEPT})"
+        )
+    if format == "json" or job.report is None:
+        return job
+    if format == "markdown":
+        return PlainTextResponse(audit_markdown(job.report), media_type="text/markdown")
+    return HTMLResponse(audit_html(job.report))
