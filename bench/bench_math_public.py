@@ -53,19 +53,19 @@ def judge(rows: list[dict[str, Any]], says_equal: Callable[[str, str], bool]) ->
         policy = row["expected"] != row["upstream_expected"]
         for key in ("all", row["source"], "policy" if policy else "upstream_agrees"):
             tally[key] += 1
-            tally[key + "/right"] += right
+            tally[key + " right"] += right
         if got and not row["expected"]:
             false_positives.append(row["id"])
         elif row["expected"] and not got:
             false_negatives.append(row["id"])
     out: dict[str, Any] = {
-        "agreement": round(tally["all/right"] / tally["all"], 4),
-        "right": f"{tally['all/right']}/{tally['all']}",
+        "agreement": round(tally["all right"] / tally["all"], 4),
+        "right": f"{tally['all right']}/{tally['all']}",
         "false_positives": false_positives,
         "false_negatives": false_negatives,
     }
-    for key in sorted(k for k in tally if "/" not in k and k != "all"):
-        out[key] = f"{tally[key + '/right']}/{tally[key]}"
+    for key in sorted(k for k in tally if not k.endswith(" right") and k != "all"):
+        out[key] = f"{tally[key + ' right']}/{tally[key]}"
     out["latency"] = summarize(latencies)
     return out
 

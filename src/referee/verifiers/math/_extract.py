@@ -41,6 +41,12 @@ _NEGATED_TAIL = re.compile(r"(?i)[,;(]?\s*\b(?:not|rather than|instead of)\b")
 # "Answer A: ... Answer B: ...": labelled alternatives are a hedge (policy 3).
 _LABELLED = re.compile(r"(?im)\b(?:answer|option|case)\s+(?:[A-Z]|\d)\s*[:：]\s*(?P<a>[^\n]{1,300})")
 _DISPLAY_END = re.compile(r"(?s)(?:\$\$|\\\[)(?P<a>[^$]{1,2000}?)(?:\$\$|\\\])$")
+# A response ending in inline math after a colon or a linking verb states it ("Answer $9$",
+# "The sum is $A + B$", "Here is a zero matrix: $...$"): the formula is closed, so not cut off.
+_INLINE_END = re.compile(r"(?s)(?:\$(?P<a>(?:\\\$|[^$]){1,2000}?)\$|\\\((?P<b>.{1,2000}?)\\\))$")
+_STATES_BEFORE = re.compile(r"(?i)(?:[:：]|\b(?:answer|is|are|equals))\s*$")
+# "... points. Final Answer: The maximum ... is 19.": a final-answer label inside a line.
+_FINAL_LABEL = re.compile(r"(?i)\bfinal answer\s*[:：]")
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 # A number in prose, with a plain fraction ("2/3", not its denominator) or a mixed number ("3 1/2").
 _NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?")
@@ -50,7 +56,8 @@ _CHOICE = re.compile(
 )
 _COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
 _PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
-_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?]\s+|\n\s*")
+# A formula followed by "So, ..." starts a new sentence even without a full stop between.
+_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?]\s+|\n\s*|(?<=\$)[ \t]+(?=(?:So|Thus|Therefore|Hence|Finally)\b)")
 _LIST_GAP = re.compile(r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$")
 # Chat-template tokens: what follows one is not the response ("<|im_start|>user ...").
 _CHAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,20}\|>|</s>|<s>|<(?:end|start)_of_turn>|\[/?INST\]")
@@ -185,6 +192,17 @@ def _concluding(part: str) -> Extracted:
     display = _DISPLAY_END.search(tail)
     if display is not None:  # "**Final Answer**\n$$ 42 $$"
         return Extracted([display.group("a")], "display")
+    near_end = tail[-2100:]
+    inline = _INLINE_END.search(near_end)
+    if inline is not None and _STATES_BEFORE.search(near_end[max(0, inline.start() - 40) : inline.start()]):
+        formula = inline.group("a") if inline.group("a") is not None else inline.group("b")
+        if formula.strip():
+            return Extracted([formula], "inline")
+    labels = list(_FINAL_LABEL.finditer(tail))
+    if labels:
+        cleaned = clean_statement(tail[labels[-1].end() : labels[-1].end() + MAX_STATEMENT])
+        if cleaned:
+            return Extracted([cleaned], "statement")
     if not tail.endswith((".", "!")):
         return _none("no final answer: the response does not conclude (cut off or no statement)")
     breaks = list(_SENTENCE_BREAK.finditer(tail, 0, len(tail) - 1))
@@ -234,6 +252,14 @@ def final_answer(response: str) -> Extracted:
         return _none("no final answer: nothing after the reasoning")
     spans = extract.boxed_spans(part)
     if spans:
+        # "\boxed{200} ... \boxed{255} ... Final Answer: The final answer is $10,455$": an
+        # explicit statement after the last box is the later commitment.
+        later = [at for at, _ in extract.answer_statements(part) if at >= spans[-1][1]]
+        later += [m.start() for m in _FINAL_LABEL.finditer(part, spans[-1][1])]
+        if later:
+            cleaned = clean_statement(part[max(later) : max(later) + MAX_STATEMENT])
+            if cleaned:
+                return Extracted([cleaned], "statement")
         return _boxed(part, spans)
     block = extract.last_answer_block(response)
     if block is not None and block.strip():

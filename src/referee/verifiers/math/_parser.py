@@ -325,7 +325,7 @@ class Parser:
         if len(toks) < 3 or [t.kind for t in toks[:3]] != ["num", "op", "num"] or toks[1].val != "/":
             return None
         top, bottom = toks[0].val, toks[2].val
-        if not (top.text.isdigit() and bottom.text.isdigit()) or not 0 < top.value < bottom.value:
+        if not (top.text.isdigit() and bottom.text.isdigit()) or not 0 <= top.value < bottom.value:
             return None
         if len(toks) == 4 and toks[3].kind in ("op", "num") and toks[3].val not in ("+", "-", "%"):
             return None

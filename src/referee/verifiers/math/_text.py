@@ -71,7 +71,8 @@ _SIZING = re.compile(
     r"|\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])"
 )
 _SPACING = re.compile(r"\\[,;:! ]|\\(?:thinspace|enspace|medspace|thickspace)(?![A-Za-z])|~")
-_QUAD = re.compile(r"\\q?quad(?![A-Za-z])")
+# `\\quadx_{2}`: a quad glued to a one-letter name is still a quad.
+_QUAD = re.compile(r"\\q?quad(?![A-Za-z])|\\q?quad(?=[A-Za-z](?![A-Za-z]))")
 _DEGREES = re.compile(
     r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![A-Za-z])|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])"
 )
@@ -81,6 +82,17 @@ _MATH_DELIMS = re.compile(r"\\[()\[\]]|\$")
 # Explicit thousands separators: `1{,}000`, `1,\!000` (after `\!` removal it is a plain comma,
 # so handle it first while it is still unambiguous).
 _EXPLICIT_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!)\s*(?=\d{3}(?!\d))")
+# `\\\\frac`, `\\\\left`: a backslash escaped once more (JSON or Python source) before a command.
+_ESCAPED_COMMAND = re.compile(
+    r"\\\\(?=(?:[dtc]?frac|sqrt|left|right|le|leq|ge|geq|neq|cdot|times|boxed|infty|text|"
+    r"mathrm|pm|circ|pi)(?![A-Za-z]))"
+)
+# `14 {, }916`: a braced comma, spaced, between digit groups.
+_BRACED_COMMA = re.compile(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)")
+# A line break between two numbers separates them ("11\n5/6" is not the mixed number 11 5/6).
+_LINE_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[ \t]*(?:\r?\n[ \t]*)+(?=[-+.]?\d)")
+# "28 percent", "4 4/9pct": the word is the percent sign (policy 6).
+_PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:percentage|percent|pct)(?![A-Za-z])")
 _PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
 
@@ -172,11 +184,15 @@ def clean(answer: str) -> str:
     """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
     # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
     text = answer.replace("\x00", "").replace(WORD_MARK, "").replace(DEGREE_MARK, "")
+    text = _ESCAPED_COMMAND.sub(lambda _: "\\", text)
     text = text.replace("\\\\", "\x00")
+    text = _LINE_BETWEEN_NUMBERS.sub(", ", text)
     text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
     text = _COLOR_RE.sub("", text)
     text = _unwrap(text)
+    text = _BRACED_COMMA.sub("{,}", text)
     text = _EXPLICIT_THOUSANDS.sub("", text)
+    text = _PERCENT_WORD.sub("%", text)
     text = text.replace("{,}", ",").replace("{:}", ":")
     text = _SIZING.sub("", text)
     text = _QUAD.sub(",", text)
