@@ -77,3 +77,20 @@ def test_a_deep_nested_radical_is_not_its_limit() -> None:
     for _ in range(150):
         radical = f"\\sqrt{{2+{radical}}}"
     assert verifier.score(f"\\boxed{{{radical}}}", "2").score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("The answer is $\\boxed{42}$. Wait, that is wrong: it is not 42. I do not know the answer.", 0.0),
+        ("So $\\boxed{42}$. Actually this is incorrect, and I cannot finish.", 0.0),
+        ("The answer is $\\boxed{42}$. Wait, let me double-check: $6 \\cdot 7 = 42$. Yes.", 1.0),
+        ("So $\\boxed{42}$. Actually, is it wrong? No, 42 is right.", 1.0),
+        ("I got $\\boxed{41}$. Wait, that is wrong; the correct answer is 42.", 1.0),
+    ],
+)
+def test_a_box_disowned_after_it_is_no_answer(response: str, score: float) -> None:
+    """MATH_POLICY rule 1 (retracted boxes): a box the response disowns with no new answer."""
+    verifier = MathVerifier()
+    options = verifier.validate_options({})
+    assert verifier.check(response, verifier.prepare("42", options), options).score == score

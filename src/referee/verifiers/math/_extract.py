@@ -35,6 +35,12 @@ _RETRACT_AFTER = re.compile(r"(?i)\b(?:wait|actually|oops|mistake|wrong|incorrec
 _REPLACEMENT = re.compile(
     r"(?i)\b(?:should be|is actually|correct (?:answer|value|result) is|answer is)\s*[:：]?\s*(?P<a>[^\n]{1,300})"
 )
+# ... or that only disowns it ("Wait, that is wrong. I do not know the answer."): no answer at
+# all. Narrower than _RETRACT_AFTER on purpose: "Wait, let me double-check: ... yes." keeps it.
+_DISOWNED = re.compile(
+    r"(?i)\b(?:(?:is|was|that's|it's|this is|that is|it is) (?:wrong|incorrect|a mistake|not (?:right|correct))|"
+    r"i (?:do not|don't) know|no answer)\b"
+)
 _NEGATED = re.compile(r"(?i)^(?:not|never|no longer)\b")
 # "16, not 15" / "16 (not 15)": what follows the negation is not the answer.
 _NEGATED_TAIL = re.compile(r"(?i)[,;(]?\s*\b(?:not|rather than|instead of)\b")
@@ -99,6 +105,8 @@ def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
         replaced = clean_statement(replacements[-1].group("a")) if replacements else None
         if replaced:
             return Extracted([replaced], "retracted-box")
+        if _DISOWNED.search(tail, retraction.start()):
+            return _none("the last \\boxed{} is retracted after it, with no new answer")
     start = 0
     for k in range(1, len(spans)):
         if _RETRACT.search(part[spans[k - 1][1] : spans[k][0]]):
