@@ -155,13 +155,14 @@ async def test_real_engine_math_audit_with_probes(cpu_scoring: ScoreGroups, tmp_
     generic = [p for p in report.probes if p.battery == "generic"]
     assert generic and all(p.passed for p in generic)
     failing = {p.name for p in report.probes if not p.passed}
-    assert failing == {"retraction"}  # the known math bug (tests/audit/test_probes.py)
+    assert failing == set()  # the battery passes (its math retraction hole was fixed)
+    assert report.probes_passed
     paths = write_reports(report, tmp_path, "math")
     page = paths["html"].read_text()
     assert page.count("data:image/png;base64,") == 4
     assert not re.search(r"""(src|href)=["']https?://""", page)  # self-contained
     assert json.loads(paths["json"].read_text())["accuracy"] == 1.0
-    assert "FAIL" in audit_html(report)
+    assert "FAIL" not in audit_html(report)
 
 
 def test_cli_audit_run_writes_the_reports(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from referee.audit.strength import problems_from_rows, shape, trivial_programs
 from referee.cli import app
 from tests.data import DATA_DIR, devset_path
 
-FIXTURE = Path(__file__).parent / "data" / "strength_fixture.jsonl"
+FIXTURE = Path(__file__).with_name("data") / "strength_fixture.jsonl"  # tests/audit/data
 SOURCE = "def f(xs, t):\n    n = 0\n    for i in range(len(xs)):\n        if xs[i] < t and not xs[i] == 0:\n            n += 1\n    return n\n"
 
 

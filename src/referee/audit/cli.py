@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from tqdm import tqdm
 
 from referee.audit.backend import ScoreGroups, in_process, over_http
 from referee.audit.data import component_names, load_labelled, parse_verifier
@@ -48,7 +47,11 @@ async def _backend(
         yield score
 
 
-def _bar(desc: str) -> tuple[Callable[[int, int], None], tqdm]:
+def _bar(desc: str) -> tuple[Callable[[int, int], None], Any]:
+    # Imported here: the service (and its image) loads this module's commands without tqdm,
+    # which comes with the `train` extra.
+    from tqdm import tqdm
+
     bar = tqdm(total=0, desc=desc, unit="verdict", dynamic_ncols=True)
 
     def progress(done: int, total: int) -> None:

@@ -121,7 +121,12 @@ def audit_markdown(report: AuditReport, *, title: str | None = None, html_name: 
 
 
 def _png(draw: Callable[[Any], None], size: tuple[float, float] = (6.4, 3.6)) -> str:
-    import matplotlib
+    """The plot as base64 PNG; "" without matplotlib (the `train` extra), as in the service's
+    image: the page then says so instead of showing it."""
+    try:
+        import matplotlib
+    except ImportError:
+        return ""
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
@@ -222,6 +227,9 @@ def _html_table(
 
 
 def _figures(plots: dict[str, str]) -> str:
+    plots = {title: png for title, png in plots.items() if png}
+    if not plots:
+        return "<p>No plots: they need matplotlib (<code>pip install 'referee[train]'</code>).</p>"
     return (
         '<div class="figs">'
         + "".join(
