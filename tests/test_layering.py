@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": set(),
     "trainer_adapter": {"client"},
     "audit": {"verifiers", "scoring", "sandbox", "client"},
+    "deploy": {"service", "client", "trainer_adapter"},
 }
 PACKAGES = set(ALLOWED)
 

@@ -19,6 +19,9 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (REFEREE_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (REFEREE_PORT).")] = None,
     workers: Annotated[int | None, typer.Option(help="Verifier worker processes (REFEREE_WORKERS).")] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="Serve on Ray Serve (REFEREE_RAY_*; needs the `ray` extra).")
+    ] = False,
 ) -> None:
     """Run the HTTP service."""
     import uvicorn
@@ -30,6 +33,12 @@ def serve(
         k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
     }
     settings = Settings(**overrides)
+    if ray:
+        from referee.deploy.ray_serve import serve_forever
+
+        configure_logging(settings.log_level, settings.log_json)
+        serve_forever(overrides=overrides)
+        return
     configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(
         create_app(settings),
