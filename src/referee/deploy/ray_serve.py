@@ -15,8 +15,10 @@ settings (`RayServeSettings`). Start it with `referee serve --ray` or
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Mapping
 from typing import Any, cast
@@ -70,11 +72,22 @@ class RayServeSettings(BaseSettings):
     http_port: int | None = Field(default=None, description="Proxy port (default REFEREE_PORT).")
 
 
+# Never forwarded: the application's arguments are stored by Serve's controller (in the GCS) and
+# shown by `serve status`; keys reach the replicas through their nodes' environment instead.
+SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
+
+
 def forwarded_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The `REFEREE_*` variables of the building process, which every replica adopts (a remote
-    node's replica would otherwise see only its own node's environment)."""
+    """The `REFEREE_*` variables of the building process that every replica adopts (a remote
+    node's replica would otherwise see only its own node's environment); secrets excepted."""
     env = os.environ if environ is None else environ
-    return {k: v for k, v in env.items() if k.startswith("REFEREE_") and not k.startswith("REFEREE_RAY_")}
+    return {
+        k: v
+        for k, v in env.items()
+        if k.startswith("REFEREE_")
+        and not k.startswith("REFEREE_RAY_")
+        and not any(marker in k for marker in SECRET_MARKERS)
+    }
 
 
 @serve.deployment(name=DEPLOYMENT_NAME)
@@ -212,8 +225,21 @@ def serve_forever(
 
     ray_settings = ray_settings or RayServeSettings()
     os.environ.setdefault(CALLBACK_ENV, CALLBACK_PATH)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (a container stop, systemd) shuts down as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop)
     ray.init(address=ray_settings.address)
-    run(ray_settings, overrides=overrides, blocking=True)
+    try:
+        run(ray_settings, overrides=overrides, blocking=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # The application goes; a cluster this process started goes with it.
+        with contextlib.suppress(Exception):
+            serve.delete(ray_settings.app_name)
+        ray.shutdown()
 
 
 def get_handle(app_name: str = "referee") -> DeploymentHandle:
