@@ -17,6 +17,7 @@ import asyncio
 import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -42,36 +43,14 @@ def math_groups() -> list[dict[str, Any]]:
 CHEAP = {"verifier": "exact", "reference": "42", "responses": ["42", "41"] * (GROUP_SIZE // 2)}
 
 
-async def http_throughput(
-    url: str, groups: list[dict[str, Any]], seconds: float, concurrency: int
+async def closed_loop(
+    send: Callable[[dict[str, Any]], Awaitable[object]],
+    groups: list[dict[str, Any]],
+    seconds: float,
+    concurrency: int,
 ) -> dict[str, float]:
-    done = 0
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-        for g in groups[:concurrency]:  # warm-up
-            (await client.post("/v1/groups", json={"groups": [g]})).raise_for_status()
-        deadline = time.perf_counter() + seconds
-        start = time.perf_counter()
-
-        async def loop(i: int) -> None:
-            nonlocal done
-            while time.perf_counter() < deadline:
-                g = groups[(i + done * concurrency) % len(groups)]
-                (await client.post("/v1/groups", json={"groups": [g]})).raise_for_status()
-                done += 1
-
-        await asyncio.gather(*[loop(i) for i in range(concurrency)])
-        elapsed = time.perf_counter() - start
-    return {
-        "groups_per_s": round(done / elapsed, 1),
-        "responses_per_s": round(done * GROUP_SIZE / elapsed, 1),
-    }
-
-
-async def handle_throughput(
-    rewarder: Any, groups: list[dict[str, Any]], seconds: float, concurrency: int
-) -> dict[str, float]:
-    specs = [GroupSpec.model_validate(g) for g in groups]
-    await rewarder.score_results(specs[:concurrency])
+    """`concurrency` senders, each sending one group per request, for `seconds` (after a warm-up)."""
+    await asyncio.gather(*[send(g) for g in groups[:concurrency]])
     done = 0
     deadline = time.perf_counter() + seconds
     start = time.perf_counter()
@@ -79,7 +58,7 @@ async def handle_throughput(
     async def loop(i: int) -> None:
         nonlocal done
         while time.perf_counter() < deadline:
-            await rewarder.score_results([specs[(i + done * concurrency) % len(specs)]])
+            await send(groups[(i + done * concurrency) % len(groups)])
             done += 1
 
     await asyncio.gather(*[loop(i) for i in range(concurrency)])
@@ -88,6 +67,26 @@ async def handle_throughput(
         "groups_per_s": round(done / elapsed, 1),
         "responses_per_s": round(done * GROUP_SIZE / elapsed, 1),
     }
+
+
+async def http_throughput(
+    url: str, groups: list[dict[str, Any]], seconds: float, concurrency: int
+) -> dict[str, float]:
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+
+        async def send(group: dict[str, Any]) -> None:
+            (await client.post("/v1/groups", json={"groups": [group]})).raise_for_status()
+
+        return await closed_loop(send, groups, seconds, concurrency)
+
+
+async def handle_throughput(
+    rewarder: Any, groups: list[dict[str, Any]], seconds: float, concurrency: int
+) -> dict[str, float]:
+    async def send(group: dict[str, Any]) -> None:
+        await rewarder.score_results([GroupSpec.model_validate(group)])
+
+    return await closed_loop(send, groups, seconds, concurrency)
 
 
 def http_latency(url: str, n: int) -> list[float]:
