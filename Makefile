@@ -19,7 +19,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	# torch first and pinned: any other version would download gigabytes of CUDA wheels.
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c <(echo $(TORCH)) -e '.[dev,train,docs,trainers,ray]' -e tests/fixtures/referee_plugin_demo
+	$(BIN)/pip install -q -c <(echo $(TORCH)) -e '.[dev,train,docs,trainers,ray,postgres]' -e tests/fixtures/referee_plugin_demo
 	# verl and OpenRLHF, for the adapter tests that drive their reward classes: without their
 	# dependencies (GPU builds, clashing pins); the `trainers` extra has what their reward code imports.
 	$(BIN)/pip install -q --no-deps $$($(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["referee"]["trainers-no-deps"])')

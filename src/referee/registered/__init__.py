@@ -13,10 +13,12 @@ from referee.registered.api import (
     VersionList,
 )
 from referee.registered.catalog import RegistrationError, VerifierCatalog, version_info
+from referee.registered.postgres import PostgresStore
 from referee.registered.store import SQLiteStore, VerifierStore
 
 __all__ = [
     "DisableResponse",
+    "PostgresStore",
     "RegisterExample",
     "RegisterRequest",
     "RegisterResponse",
