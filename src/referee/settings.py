@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     db_path: Path = Field(
         default_factory=_default_db_path, description="Default: $XDG_DATA_HOME/referee/referee.db."
     )
+    # A server registry shared by several services (replicas): `postgresql://user@host/db`
+    # (the `postgres` extra). Unset: the embedded SQLite file at db_path.
+    db_url: str | None = Field(default=None, pattern=r"^postgres(?:ql)?://")
+    # Seconds within which a type registered through one service is served by the others
+    # (each re-reads the registry's change counter at most this often).
+    db_refresh_s: float = Field(default=1.0, gt=0, le=60)
     # A registration waits this long for another writer's lock on the SQLite file, then gets
     # 503 + Retry-After (scoring never waits on it: reads go on under WAL).
     registry_busy_timeout_s: float = Field(default=10.0, gt=0, le=600)

@@ -146,14 +146,10 @@ def _r1_math(weight: float) -> dict[str, Any]:
     }
 
 
-def test_two_services_share_the_registry(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_services_share_the_registry(url: str) -> None:
     """Register through one service, score through the other; concurrent registrations of one
-    name through both get consecutive versions. The app factory builds a `SQLiteStore`; until
-    `REFEREE_DB_URL` selects the store there, the test hands it this one instead."""
-    import referee.service.app as service_app
-
-    monkeypatch.setattr(service_app, "SQLiteStore", lambda *a, **k: PostgresStore(url, refresh_s=0.5))
-    settings = Settings(workers=1, sandbox=False)
+    name through both get consecutive versions (`REFEREE_DB_URL` selects the server store)."""
+    settings = Settings(workers=1, sandbox=False, db_url=url, db_refresh_s=0.5)
     with BackgroundServer(settings) as a, BackgroundServer(settings) as b:
         created = httpx.post(f"{a.url}/v1/verifiers", json=_r1_math(0.9), timeout=60)
         assert created.status_code in (200, 201), created.text

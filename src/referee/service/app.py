@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request, Response
 
 import referee
 from referee.logs import ensure_logging
-from referee.registered import SQLiteStore, VerifierCatalog
+from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
 from referee.sandbox import SandboxPool, SandboxSettings
 from referee.scoring import Admission, Scorer, WorkerPool
 from referee.service.auth import install_auth
@@ -72,9 +72,12 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     admission = Admission.for_settings(settings)
     metrics = Metrics(pool, admission)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
-    catalog = VerifierCatalog(
-        settings, installed, SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s)
+    store: VerifierStore = (
+        PostgresStore(settings.db_url, refresh_s=settings.db_refresh_s)
+        if settings.db_url
+        else SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s)
     )
+    catalog = VerifierCatalog(settings, installed, store)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
