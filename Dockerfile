@@ -5,10 +5,14 @@
 #   then runs this file with --build-arg BASE=<imported base>.
 # With internet:  docker build --build-arg PIP_FLAGS= -t referee .
 #   uses python:3.11-slim and PyPI.
+# EXTRAS: referee's extras installed in the image; `postgres` (psycopg's binary wheel, libpq
+# included) lets replicas share one registry (REFEREE_DB_URL=postgresql://..., see
+# docker-compose.yml). --build-arg EXTRAS= installs referee alone.
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
 ARG PIP_FLAGS=--no-index
+ARG EXTRAS=postgres
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     REFEREE_HOST=0.0.0.0 REFEREE_PORT=8000 REFEREE_DB_PATH=/data/referee.db
 
@@ -16,11 +20,13 @@ RUN python3 -m venv /opt/referee && mkdir -p /data && chown 65534:65534 /data
 COPY docker/wheels /wheels
 COPY pyproject.toml README.md /src/
 COPY src /src/src
-# The wheelhouse holds referee's own wheel when built by `make image`; otherwise build from /src.
-RUN if ls /wheels/referee-*.whl >/dev/null 2>&1; then \
-        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels referee; \
+# The wheelhouse holds referee's own wheel (and its extras' wheels) when built by `make image`;
+# otherwise build from /src.
+RUN extras="${EXTRAS:+[${EXTRAS}]}"; \
+    if ls /wheels/referee-*.whl >/dev/null 2>&1; then \
+        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels "referee${extras}"; \
     else \
-        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels /src; \
+        /opt/referee/bin/pip install --no-cache-dir ${PIP_FLAGS} --find-links /wheels "/src${extras}"; \
     fi && rm -rf /wheels /src
 
 # The service never runs submitted code itself; it drives sibling sandbox containers through

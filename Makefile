@@ -10,7 +10,7 @@ DEPS_HASH := $(shell cat pyproject.toml tests/fixtures/referee_plugin_demo/pypro
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 TORCH := torch==2.13.0
 
-.PHONY: serve test lint typecheck docs pytest docker sandbox-image image bench clean
+.PHONY: serve test lint typecheck docs pytest docker chromium sandbox-image image bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ serve: $(STAMP)
 docker:
 	./scripts/ensure-docker.sh
 
+# Debian's chromium, for the dashboard's browser test (driven by Playwright, nothing downloaded).
+chromium:
+	./scripts/ensure-chromium.sh
+
 sandbox-image: $(STAMP) docker
 	$(BIN)/referee sandbox build
 
@@ -45,7 +49,7 @@ typecheck: $(STAMP)
 
 # Wall-clock bounds in the tests scale with REFEREE_TEST_TIME_FACTOR (tests/timing.py): 2 by
 # default here, for shared 2-core CI machines; REFEREE_TEST_TIME_FACTOR=1 checks the stated limits.
-pytest: $(STAMP) sandbox-image
+pytest: $(STAMP) sandbox-image chromium
 	REFEREE_TEST_TIME_FACTOR=$${REFEREE_TEST_TIME_FACTOR:-2} $(BIN)/pytest -q
 
 # The documentation site (mkdocs.yml, docs/): strict, so a broken link or a docstring the API

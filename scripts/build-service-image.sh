@@ -2,13 +2,17 @@
 # Build the service image without a container registry:
 #   1. a base image from a debootstrap'd Debian bookworm (python3 3.11), imported with
 #      `docker import` and tagged by the hash of its recipe (built once, then reused);
-#   2. a wheelhouse of referee and its dependencies in docker/wheels (pip, from PyPI or its cache);
+#   2. a wheelhouse of referee, its extras REFEREE_EXTRAS (default `postgres`: the shared
+#      PostgreSQL registry, REFEREE_DB_URL) and their dependencies in docker/wheels (pip, from
+#      PyPI or its cache);
 #   3. `docker build` of the Dockerfile on that base with --no-index installs.
-# REFEREE_BASE_IMAGE=python:3.11-slim skips step 1 where a registry is reachable.
+# REFEREE_BASE_IMAGE=python:3.11-slim skips step 1 where a registry is reachable;
+# REFEREE_EXTRAS= builds the image without extras. Prints the image's name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=${REFEREE_IMAGE:-referee:latest}
 PY=${PYTHON:-.venv/bin/python}
+EXTRAS=${REFEREE_EXTRAS-postgres}
 
 base=${REFEREE_BASE_IMAGE:-}
 if [ -z "$base" ]; then
@@ -26,6 +30,6 @@ if [ -z "$base" ]; then
 fi
 
 rm -f docker/wheels/*.whl
-"$PY" -m pip wheel -q --wheel-dir docker/wheels . 2> >(grep -v "^WARNING: Location" >&2)
-docker build -q --build-arg BASE="$base" -t "$IMAGE" . >/dev/null
+"$PY" -m pip wheel -q --wheel-dir docker/wheels ".${EXTRAS:+[$EXTRAS]}" 2> >(grep -v "^WARNING: Location" >&2)
+docker build -q --build-arg BASE="$base" --build-arg EXTRAS="$EXTRAS" -t "$IMAGE" . >/dev/null
 echo "$IMAGE"

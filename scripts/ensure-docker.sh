@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make a Docker engine available, and what the offline image builds need: install Debian's
-# docker.io if only the client (or nothing) is here, debootstrap and postgresql (for the
-# registry's PostgreSQL tests) if they are missing, start
+# docker.io if only the client (or nothing) is here, debootstrap, postgresql (for the
+# registry's PostgreSQL tests) and docker-compose if they are missing, start
 # dockerd in the background if no daemon answers, and wait for its socket.
 # Idempotent; prints what it did. Needs root for the install/start steps.
 set -euo pipefail
@@ -11,6 +11,8 @@ command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 # The registry's PostgreSQL store is tested against a real server (tests/deploy/postgres_server.py).
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+# docker-compose.yml is checked (and its shared profile run) by tests/deploy.
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-docker: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,79 +1,45 @@
-"""The service image builds without a registry and serves /livez from a container."""
+"""The service image builds without a registry and serves /livez from a container.
+
+The image is built once per test session (tests/deploy/service_image.py), shared with the
+tests of replicas on a PostgreSQL registry (tests/deploy/test_service_image_postgres.py)."""
 
 from __future__ import annotations
 
 import subprocess
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from referee.service.background import free_port
-from tests.timing import within
+from tests.deploy.service_image import service_container, service_image
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def test_image_builds_and_livez_answers_from_a_container() -> None:
-    image = (
-        subprocess.run(
-            [str(REPO / "scripts" / "build-service-image.sh")],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=REPO,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    port = free_port()
-    name = f"referee-image-test-{port}"
+@pytest.fixture(scope="session")
+def image() -> str:
+    return service_image()
+
+
+def test_image_builds_and_livez_answers_from_a_container(image: str) -> None:
     # Host networking: the port is on this machine's loopback, like a compose deployment's.
-    subprocess.run(
-        [
-            "docker",
-            "run",
-            "-d",
-            "--rm",
-            "--name",
-            name,
-            "--network",
-            "host",
-            "-e",
-            f"REFEREE_PORT={port}",
-            "-e",
-            "REFEREE_HOST=127.0.0.1",
-            "-e",
-            "REFEREE_WORKERS=1",
-            "-e",
-            "REFEREE_SANDBOX=false",
-            image,
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    try:
-        deadline = time.monotonic() + within(90)
-        body = None
-        while time.monotonic() < deadline:
-            try:
-                response = httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2)
-                if response.status_code == 200:
-                    body = response.json()
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.5)
-        assert body == {"status": "alive"}, subprocess.run(
-            ["docker", "logs", name], capture_output=True, text=True
-        ).stderr
+    with service_container(image) as container:
+        assert httpx.get(f"{container.url}/livez", timeout=10).json() == {"status": "alive"}
         verdict = httpx.post(
-            f"http://127.0.0.1:{port}/v1/score", json={"verifier": "exact", "response": "a", "reference": "a"}
+            f"{container.url}/v1/score",
+            json={"verifier": "exact", "response": "a", "reference": "a"},
+            timeout=60,
         ).json()
-        assert verdict["score"] == 1.0
-    finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+        assert verdict["score"] == 1.0, container.logs()
+
+
+def test_the_image_carries_the_postgres_extra(image: str) -> None:
+    """psycopg with its bundled libpq (the binary wheel): REFEREE_DB_URL works in the image
+    without a system library."""
+    found = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", image, "/opt/referee/bin/python", "-c",
+         "import psycopg; print(psycopg.pq.__impl__, psycopg.pq.version())"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    impl, libpq = found.stdout.split()
+    assert impl == "binary" and int(libpq) >= 140000

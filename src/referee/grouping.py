@@ -10,6 +10,7 @@ one prompt. Neutral: the trainer adapters (over HTTP) and the service's OpenRLHF
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -28,6 +29,7 @@ __all__ = [
     "component_scores",
     "group_samples",
     "plain",
+    "prompt_fingerprint",
     "scatter_rewards",
     "scatter_verdicts",
     "score_in_chunks",
@@ -39,13 +41,22 @@ VerifierSpec = str | list[VerifierComponent]
 
 @dataclass(frozen=True)
 class Sample:
-    """One flat sample. Samples with equal verifier, reference, options and key share a group."""
+    """One flat sample. Samples with equal verifier, reference, options, key and prompt_id
+    share a group; `prompt_id` is sent with it (per-prompt statistics)."""
 
     response: str
     reference: Any
     verifier: VerifierSpec
     options: JSONObject = field(default_factory=dict)
     key: Hashable = None
+    prompt_id: str | None = None
+
+
+def prompt_fingerprint(prompt: Any) -> str:
+    """A prompt_id for a prompt without one: a digest of its text (or of its chat messages'
+    canonical JSON), so the same prompt gets the same id in every process and every run."""
+    text = prompt if isinstance(prompt, str) else canonical_key(plain(prompt))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def canonical_key(value: Any) -> str:
@@ -102,8 +113,11 @@ def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[Plac
     options hold NaN or an infinity (a pandas cell, a numpy label) is not sent: JSON cannot
     carry it, and one such value would make the whole request a 422. It gets a masked verdict
     saying why, and the rest of the batch is scored."""
-    samples = [Sample(s.response, plain(s.reference), s.verifier, plain(s.options), s.key) for s in samples]
-    index: dict[tuple[str, str, str, Hashable], int] = {}
+    samples = [
+        Sample(s.response, plain(s.reference), s.verifier, plain(s.options), s.key, s.prompt_id)
+        for s in samples
+    ]
+    index: dict[tuple[str, str, str, Hashable, str | None], int] = {}
     members: list[list[str]] = []
     heads: list[Sample] = []
     where: list[Placement] = []
@@ -118,6 +132,7 @@ def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[Plac
             canonical_key(sample.reference),
             canonical_key(sample.options),
             sample.key,
+            sample.prompt_id,
         )
         g = index.get(key)
         if g is None:
@@ -132,6 +147,7 @@ def group_samples(samples: Sequence[Sample]) -> tuple[list[GroupSpec], list[Plac
             reference=head.reference,
             responses=responses,
             options=head.options if isinstance(head.verifier, str) else {},
+            prompt_id=head.prompt_id,
         )
         for head, responses in zip(heads, members, strict=True)
     ]

@@ -75,6 +75,19 @@ class Settings(BaseSettings):
     max_registered_types: int = Field(default=100, ge=0, description="Active registered type names.")
     max_registered_source_bytes: int = Field(default=64 * 1024, ge=256, description="Spec or source size.")
     max_registered_examples: int = Field(default=32, ge=1)
+    # Statistics (GET /v1/stats/...): per-prompt records of the groups that carry a prompt_id
+    # and per-verifier minutes (verdicts, errors, passes, latency), kept in memory and flushed
+    # to SQLite every stats_flush_s (so they survive a restart). Per replica.
+    stats: bool = True
+    stats_db_path: Path | None = Field(default=None, description="Default: referee-stats.db beside db_path.")
+    # The memory bound: prompt records over all callers (≈ 0.5 KB each); least recently seen go.
+    stats_max_prompts: int = Field(default=100_000, ge=1, le=10_000_000)
+    stats_window_minutes: int = Field(default=1440, ge=1, le=7 * 1440, description="Verifier minutes kept.")
+    stats_max_verifiers: int = Field(default=1000, ge=1, description="Verifier names tracked.")
+    stats_flush_s: float = Field(default=5.0, gt=0.0, le=3600.0)
+    # A sample passes when its reward is at least this (so 1.0: fully right).
+    stats_pass_threshold: float = 1.0
+
     # Auth: `Authorization: Bearer KEY`. Admin keys register and delete types (and may score);
     # API keys score. No key configured at all = open (local use; logged at start-up).
     admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
@@ -108,3 +121,7 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    def stats_path(self) -> Path:
+        """Where statistics are persisted: stats_db_path, else beside the registry's file."""
+        return self.stats_db_path or self.db_path.with_name("referee-stats.db")

@@ -127,6 +127,7 @@ def test_secrets_are_not_forwarded_to_the_replicas() -> None:
         "REFEREE_ADMIN_KEYS": "a",
         "REFEREE_API_KEYS": "b",
         "REFEREE_SECRET_KEYS": "c",
+        "REFEREE_DB_URL": "postgresql://referee:hunter2@db/referee",
         "REFEREE_RAY_REPLICAS": "2",
         "HOME": "/root",
     }

@@ -74,7 +74,8 @@ class RayServeSettings(BaseSettings):
 
 # Never forwarded: the application's arguments are stored by Serve's controller (in the GCS) and
 # shown by `serve status`; keys reach the replicas through their nodes' environment instead.
-SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
+# REFEREE_DB_URL (postgresql://user:password@host/db) usually carries a password.
+SECRET_MARKERS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "DB_URL")
 
 
 def forwarded_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request, Response
 
 import referee
 from referee.logs import ensure_logging
+from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
 from referee.sandbox import SandboxPool, SandboxSettings
 from referee.scoring import Admission, Scorer, WorkerPool
@@ -24,7 +25,10 @@ from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
 from referee.service.routes_registration import router as registration_router
+from referee.service.routes_stats import stats_router
+from referee.service.ui import ui_router, ui_static
 from referee.settings import Settings
+from referee.stats import Statistics, StatsStore
 from referee.verifiers import Resources, load_installed
 
 log = structlog.get_logger(__name__)
@@ -62,6 +66,39 @@ def _document_open_mode(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+def _open_stats_store(settings: Settings, stats: Statistics | None) -> StatsStore | None:
+    """The statistics' file, read back into `stats`. A file that cannot be opened does not stop
+    the service: statistics are then kept in memory only (and say so in the log)."""
+    if stats is None:
+        return None
+    try:
+        store = StatsStore(settings.stats_path())
+        store.load_into(stats)
+    except Exception as exc:
+        log.warning("stats_not_persisted", path=str(settings.stats_path()), error=str(exc))
+        return None
+    return store
+
+
+async def _flush_statistics(stats: Statistics, store: StatsStore, every_s: float) -> None:
+    """Write changed statistics every `every_s`, in a thread; a failing disk is logged and
+    retried at the next tick (the records stay marked as changed)."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await asyncio.to_thread(store.flush, stats)
+        except Exception as exc:
+            log.warning("stats_flush_failed", path=str(store.path), error=str(exc))
+
+
+async def _final_flush(stats: Statistics, store: StatsStore) -> None:
+    try:
+        await asyncio.to_thread(store.flush, stats)
+    except Exception as exc:
+        log.warning("stats_flush_failed", path=str(store.path), error=str(exc))
+    store.close()
+
+
 def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
     """Build the app. Given `resources` (a sandbox the caller owns) replace those the app
     would otherwise start and stop itself."""
@@ -78,6 +115,21 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         else SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s)
     )
     catalog = VerifierCatalog(settings, installed, store)
+    stats = (
+        Statistics(
+            max_prompts=settings.stats_max_prompts,
+            window_minutes=settings.stats_window_minutes,
+            max_verifiers=settings.stats_max_verifiers,
+            pass_threshold=settings.stats_pass_threshold,
+        )
+        if settings.stats
+        else None
+    )
+
+    def observe(verdict: Verdict, name: str) -> None:
+        metrics.observe_verdict(verdict, name)
+        if stats is not None:
+            stats.observe_verdict(verdict, name)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,6 +145,13 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
             # Rebuilds the worker pool if it breaks (its forkserver killed, say).
             watcher = asyncio.create_task(pool.watch(), name="referee-pool-watch")
             stack.callback(watcher.cancel)
+            stats_store = await asyncio.to_thread(_open_stats_store, settings, stats)
+            if stats is not None and stats_store is not None:
+                stack.push_async_callback(_final_flush, stats, stats_store)
+                flusher = asyncio.create_task(
+                    _flush_statistics(stats, stats_store, settings.stats_flush_s), name="referee-stats-flush"
+                )
+                stack.callback(flusher.cancel)
             in_use = resources
             if in_use is None:
                 sandbox = await _start_sandbox(settings)
@@ -104,7 +163,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                 installed,
                 pool,
                 resources=in_use,
-                observer=metrics.observe_verdict,
+                observer=observe,
                 resolver=catalog.resolve,
                 admission=admission,
             )
@@ -126,12 +185,17 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.catalog = catalog
+    app.state.stats = stats
     install_error_handlers(app)
     auth = install_auth(app, settings)
     app.include_router(router)
     app.include_router(registration_router)
     app.include_router(audits_router)
-    index_methods(app, router, registration_router, audits_router)
+    app.include_router(stats_router)
+    # The dashboard (/ui): read-only pages under the same keys, its static files beside them.
+    app.include_router(ui_router)
+    app.mount("/ui/static", ui_static(), name="ui_static")
+    index_methods(app, router, registration_router, audits_router, stats_router)
     if auth.open:
         _document_open_mode(app)
 

@@ -31,7 +31,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, scatter_verdicts
+from referee.grouping import (
+    Sample,
+    VerifierSpec,
+    component_scores,
+    group_samples,
+    prompt_fingerprint,
+    scatter_verdicts,
+)
 from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerdictStatus, VerifierComponent
 from referee.turns import Turns, select_turns
 
@@ -174,7 +181,15 @@ async def openrlhf_verdicts(
             continue
         verdicts.append(None)
         samples.append(
-            Sample(response=response, reference=reference, verifier=verifier, options=options, key=prompt)
+            Sample(
+                response=response,
+                reference=reference,
+                verifier=verifier,
+                options=options,
+                key=prompt,
+                # OpenRLHF sends prompts, not ids: per-prompt statistics key on their digest.
+                prompt_id=prompt_fingerprint(prompt) if prompt is not None else None,
+            )
         )
     specs, where = group_samples(samples)
     scored = iter(scatter_verdicts(await score_groups(specs), where) if specs else [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
@@ -36,6 +36,7 @@ from referee.service.openrlhf import (
     openrlhf_response,
     openrlhf_verdicts,
 )
+from referee.service.routes_stats import record_groups, stats_of
 from referee.turns import Turns
 from referee.verifiers import Verifier
 
@@ -69,11 +70,12 @@ async def score(
     tags=["scoring"],
     dependencies=CLIENT,
 )
-async def groups(body: GroupsRequest, scorer: ScorerDep, owner: OwnerDep) -> GroupsResponse:
-    """Score whole GRPO groups: verdicts, rewards and group-relative advantages."""
-    return GroupsResponse(
-        groups=await scorer.score_groups(body.groups, body.advantage, body.on_invalid, owner=owner)
-    )
+async def groups(body: GroupsRequest, request: Request, scorer: ScorerDep, owner: OwnerDep) -> GroupsResponse:
+    """Score whole GRPO groups: verdicts, rewards and group-relative advantages. A group with a
+    `prompt_id` also counts as a visit of that prompt (GET /v1/stats/prompts)."""
+    results = await scorer.score_groups(body.groups, body.advantage, body.on_invalid, owner=owner)
+    record_groups(stats_of(request), owner, body.groups, results)
+    return GroupsResponse(groups=results)
 
 
 def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
@@ -138,6 +140,7 @@ _OPENRLHF_MAX_RESPONSES = 2048
 )
 async def openrlhf_reward(
     payload: OpenRLHFRequest,
+    request: Request,
     scorer: ScorerDep,
     owner: OwnerDep,
     verifier: str = Query("exact", min_length=1, max_length=200),
@@ -160,9 +163,11 @@ async def openrlhf_reward(
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
         async def score(chunk: list[GroupSpec]) -> list[GroupResult]:
-            return await scorer.score_groups(
+            results = await scorer.score_groups(
                 chunk, AdvantageConfig(), on_invalid="error_verdict", owner=owner
             )
+            record_groups(stats_of(request), owner, chunk, results)
+            return results
 
         policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
         return await score_in_chunks(score, specs, policy)

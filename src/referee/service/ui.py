@@ -1,0 +1,280 @@
+"""The dashboard: read-only pages at `/ui`, rendered on the server (Jinja2), charts drawn by
+Chart.js, data fragments refreshed by htmx. Both libraries are vendored under `static/vendor/`
+(`scripts/vendor-ui.sh`): the service needs no network to serve them.
+
+Pages: `/ui` (verifier activity over the last hour, the caller's prompt difficulty and
+zero-variance share), `/ui/verifiers` (installed verifiers, registered types with their
+versions), `/ui/audits` (audit jobs, their reports).
+
+Auth is the service's: open without keys; with keys, an API or admin key, sent as
+`Authorization: Bearer <key>` or, from a browser, as the HttpOnly cookie `/ui/login` sets
+(SameSite=Strict, path /ui). A page without a valid key redirects to the login form, a data
+fragment answers 401. Every page carries a Content-Security-Policy that runs only the
+service's own script files (the chart data is a `<script type="application/json">` block,
+never executed).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from referee.audit import audit_html, audit_markdown
+from referee.errors import DomainError, ErrorKind
+from referee.service.auth import Auth, AuthError, Role
+from referee.service.routes_audits import MAX_KEPT, _jobs
+from referee.service.routes_stats import owner_label
+from referee.service.ui_data import audit_rows, overview, verifier_rows
+from referee.stats import Statistics
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "referee_ui_key"
+COOKIE_MAX_AGE_S = 12 * 3600
+REFRESH_S = 10
+# Scripts only from the service's own files; styles likewise; no frames, no plugins.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+# An audit's HTML report: its own inline style and data: plots, nothing else, in a sandbox.
+REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+templates = Jinja2Templates(directory=HERE / "templates")
+ui_router = APIRouter(include_in_schema=False)
+
+
+def ui_static() -> StaticFiles:
+    """The dashboard's script, style sheet and vendored libraries (mounted at /ui/static)."""
+    return StaticFiles(directory=HERE / "static")
+
+
+# ---- who is looking --------------------------------------------------------------------------
+
+
+def _base(request: Request) -> str:
+    """`/ui` under the app's root path (a proxy may mount the service below a prefix)."""
+    return f"{request.scope.get('root_path', '').rstrip('/')}/ui"
+
+
+def _cookie_key(request: Request) -> str | None:
+    raw = request.cookies.get(COOKIE)
+    if not raw:
+        return None
+    try:
+        return base64.urlsafe_b64decode(raw.encode("ascii")).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """A caller allowed to read the dashboard: its role and key digest (None when open)."""
+
+    role: Role | None
+    digest: bytes | None
+
+    @property
+    def owner(self) -> str:
+        """Whose prompt statistics are shown: the caller's, as in GET /v1/stats/prompts."""
+        return owner_label(self.digest)
+
+
+def _identify(request: Request) -> Viewer:
+    """The caller, from `Authorization: Bearer` or the login cookie; AuthError (401) if none."""
+    auth: Auth = request.app.state.auth
+    if auth.open:
+        return Viewer(None, None)
+    header = request.headers.get("authorization")
+    if not header:
+        key = _cookie_key(request)
+        header = f"Bearer {key}" if key else None
+    role, digest = auth.identify(header)
+    return Viewer(role, digest)
+
+
+def _page_viewer(request: Request) -> Viewer | None:
+    try:
+        return _identify(request)
+    except AuthError:
+        return None
+
+
+def _to_login(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(
+        f"{_base(request)}/login?next={quote(target, safe='/')}", status_code=303, headers=HEADERS
+    )
+
+
+def _safe_next(request: Request, target: str | None) -> str:
+    """Where to go after logging in: a dashboard path only (never another site)."""
+    base = _base(request)
+    inside = target is not None and (target == base or target.startswith((base + "/", base + "?")))
+    if inside and target is not None and "//" not in target and "\\" not in target:
+        return target
+    return base
+
+
+# ---- rendering ------------------------------------------------------------------------------
+
+
+def _render(
+    request: Request, name: str, viewer: Viewer | None, status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    auth: Auth = request.app.state.auth
+    context.update(
+        ui=_base(request),
+        viewer=viewer,
+        open=auth.open,
+        refresh_s=REFRESH_S,
+    )
+    return templates.TemplateResponse(request, name, context, status_code=status_code, headers=HEADERS)
+
+
+def _stats(request: Request) -> Statistics | None:
+    stats: Statistics | None = getattr(request.app.state, "stats", None)
+    return stats
+
+
+# ---- pages ----------------------------------------------------------------------------------
+
+
+@ui_router.get("/ui", response_class=HTMLResponse)
+async def overview_page(request: Request) -> Response:
+    viewer = _page_viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    return _render(
+        request, "overview.html", viewer, page="overview", **overview(_stats(request), viewer.owner)
+    )
+
+
+@ui_router.get("/ui/verifiers", response_class=HTMLResponse)
+async def verifiers_page(request: Request) -> Response:
+    viewer = _page_viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    rows = await verifier_rows(request.app.state.catalog)
+    return _render(request, "verifiers.html", viewer, page="verifiers", **rows)
+
+
+@ui_router.get("/ui/audits", response_class=HTMLResponse)
+async def audits_page(request: Request) -> Response:
+    viewer = _page_viewer(request)
+    if viewer is None:
+        return _to_login(request)
+    jobs = audit_rows(list(_jobs(request).jobs.values()))
+    return _render(request, "audits.html", viewer, page="audits", audits=jobs, max_kept=MAX_KEPT)
+
+
+def _report(request: Request, audit_id: str) -> Any:
+    job = _jobs(request).jobs.get(audit_id)
+    if job is None or job.report is None:
+        raise DomainError(ErrorKind.not_found, "unknown_audit", f"no finished audit {audit_id!r}")
+    return job.report
+
+
+@ui_router.get("/ui/audits/{audit_id}/report.html", response_class=HTMLResponse)
+async def audit_report_html(request: Request, audit_id: str) -> Response:
+    if _page_viewer(request) is None:
+        return _to_login(request)
+    headers = {**HEADERS, "Content-Security-Policy": REPORT_CSP}
+    return HTMLResponse(audit_html(_report(request, audit_id)), headers=headers)
+
+
+@ui_router.get("/ui/audits/{audit_id}/report.md", response_class=PlainTextResponse)
+async def audit_report_markdown(request: Request, audit_id: str) -> Response:
+    if _page_viewer(request) is None:
+        return _to_login(request)
+    # text/plain so that a browser shows it rather than downloading it.
+    return PlainTextResponse(audit_markdown(_report(request, audit_id)), headers=HEADERS)
+
+
+@ui_router.get("/favicon.ico")
+async def favicon() -> Response:
+    """Browsers ask for it on every page without an icon link (the audit reports): the
+    dashboard's icon rather than a 404 in their console."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
+
+
+# ---- fragments (htmx): 401 without a key, like the API ----------------------------------------
+
+
+@ui_router.get("/ui/fragments/overview", response_class=HTMLResponse)
+async def overview_fragment(request: Request) -> Response:
+    viewer = _identify(request)
+    context = overview(_stats(request), viewer.owner)
+    return _render(request, "_overview_data.html", viewer, **context)
+
+
+@ui_router.get("/ui/fragments/audits", response_class=HTMLResponse)
+async def audits_fragment(request: Request) -> Response:
+    viewer = _identify(request)
+    jobs = audit_rows(list(_jobs(request).jobs.values()))
+    return _render(request, "_audits_table.html", viewer, audits=jobs, max_kept=MAX_KEPT)
+
+
+# ---- login ----------------------------------------------------------------------------------
+
+
+@ui_router.get("/ui/login", response_class=HTMLResponse)
+async def login_form(request: Request, next: str | None = None) -> Response:
+    return _render(request, "login.html", None, page="login", next=_safe_next(request, next), error=None)
+
+
+def _form(body: bytes) -> dict[str, str]:
+    """An url-encoded form's fields (the first value of each); {} for anything else."""
+    try:
+        fields = parse_qs(body.decode("utf-8", errors="replace"), max_num_fields=8)
+    except ValueError:
+        return {}
+    return {name: values[0] for name, values in fields.items()}
+
+
+@ui_router.post("/ui/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    """Form fields `key` and `next`. A valid API or admin key sets the cookie and goes on to
+    `next`; anything else shows the form again with 401."""
+    auth: Auth = request.app.state.auth
+    form = _form(await request.body())
+    key = form.get("key", "").strip()
+    target = _safe_next(request, form.get("next"))
+    if auth.open:
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+    try:
+        auth.identify(f"Bearer {key}")
+    except AuthError:
+        return _render(request, "login.html", None, 401, page="login", next=target, error="Unknown key.")
+    response = RedirectResponse(target, status_code=303, headers=HEADERS)
+    response.set_cookie(
+        COOKIE,
+        base64.urlsafe_b64encode(key.encode("utf-8")).decode("ascii"),
+        max_age=COOKIE_MAX_AGE_S,
+        path=_base(request),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@ui_router.post("/ui/logout")
+async def logout(request: Request) -> Response:
+    response = RedirectResponse(f"{_base(request)}/login", status_code=303, headers=HEADERS)
+    response.delete_cookie(COOKIE, path=_base(request), httponly=True, samesite="strict")
+    return response
