@@ -24,7 +24,14 @@ SEMANTIC_FIELDS = {"reference", "options", "response_options", "spec", "examples
 # Configured size limits, labels a verifier cannot use, and lists that must be as long as
 # another (said in the fields' descriptions; JSON Schema cannot express it).
 SEMANTIC_TYPES = {"too_many", "too_long", "invalid_sample", "length_mismatch", "options_with_components"}
-REGISTRATION_CODES = {"invalid_spec", "activation_failed", "host_not_allowed", "quota_exceeded"}
+REGISTRATION_CODES = {
+    "invalid_spec",
+    "activation_failed",
+    "host_not_allowed",
+    "quota_exceeded",
+    "probes_failed",
+    "probes_invalid",
+}
 ACCEPTED = {401, 403, 404, 409, 429, 503}
 
 

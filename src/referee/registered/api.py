@@ -31,6 +31,30 @@ class RegisterExample(_Strict):
         return value
 
 
+class ProbeGateRequest(_Strict):
+    """Opt into the audit's probe battery as part of the activation gate (after the examples)."""
+
+    battery: str = Field(
+        max_length=100,
+        description=(
+            "A probe battery of the verifier audit: `math`, `numeric`, `exact`, `multiple_choice`, "
+            "`format.think_answer`, `format.tag_count`, `code`, `logic.<puzzle>`, or `generic` "
+            "(only the empty, whitespace and grader-injection probes); 422 names the known ones."
+        ),
+    )
+    reference_field: str | None = Field(
+        default=None,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$",
+        description=(
+            "Where the battery's reference goes in this type's reference (a dotted path such as "
+            "`answer`): each probe's reference is then a copy of the reference of the example with "
+            "the highest expected_score, with that field set to the battery's reference. Omitted: "
+            "the battery's reference is used as it is (`42` for `math`)."
+        ),
+    )
+
+
 class RegisterRequest(_Strict):
     name: str = Field(
         max_length=100,
@@ -49,6 +73,13 @@ class RegisterRequest(_Strict):
     )
     examples: list[RegisterExample] = Field(
         min_length=1, description="The activation gate: each must reproduce its expected_score."
+    )
+    probes: ProbeGateRequest | None = Field(
+        default=None,
+        description=(
+            "Also gate on a probe battery: every reward-hacking probe of it must score 0 (or its "
+            "battery's cap), else 422 `probes_failed`. Omitted: no probes run."
+        ),
     )
 
 
@@ -74,6 +105,10 @@ class RegisterResponse(BaseModel):
     version: VersionInfo
     secret: str | None = Field(
         default=None, description="Webhook signing secret, returned once when the service generated it."
+    )
+    probes_passed: int | None = Field(
+        default=None,
+        description="Probes of the requested battery that passed (all of them); null when none were asked for.",
     )
 
 

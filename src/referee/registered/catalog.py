@@ -7,7 +7,10 @@ verifier objects once and cached; the cache is dropped whenever the store's gene
 
 `register()` is the activation gate: the examples run through the service's own scoring path
 (the `score_examples` callable the service passes in) and the version is stored only if every
-example reproduces its expected score.
+example reproduces its expected score. A registration that asks for probes (`probes` in the
+body) is also gated on a probe battery: the service passes a `probe_gate` that scores the
+audit's probes against the same candidate (this package does not know the batteries), and any
+failed probe refuses the version the same way a failing example does: nothing is stored.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import hashlib
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import structlog
 from pydantic import ValidationError
@@ -36,6 +40,28 @@ log = structlog.get_logger(__name__)
 
 ScoreExamples = Callable[[Verifier, list[RegisterExample]], Awaitable[list[Verdict]]]
 SCORE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What a probe gate found for a candidate: the battery, how many probes it scored, and one
+    `{"name", "battery", "attack", "response", "score", "max_score", "status", "reason"}` per
+    failed probe."""
+
+    battery: str
+    probes: int
+    failed: list[dict[str, Any]]
+
+
+# Scores a battery against the candidate (not yet stored) through the service's scoring path.
+ProbeGate = Callable[[Verifier], Awaitable[ProbeOutcome]]
+
+
+class Registered(NamedTuple):
+    stored: StoredVersion
+    created: bool
+    secret: str | None  # the webhook secret to show once, or None
+    probes_passed: int | None  # None: no probes were asked for
 
 
 class RegistrationError(DomainError):
@@ -238,9 +264,16 @@ class VerifierCatalog:
     # ---- registration ----------------------------------------------------------------------
 
     async def register(
-        self, request: RegisterRequest, score_examples: ScoreExamples
-    ) -> tuple[StoredVersion, bool, str | None]:
-        """Returns (stored version, created, secret to show once or None)."""
+        self, request: RegisterRequest, score_examples: ScoreExamples, probe_gate: ProbeGate | None = None
+    ) -> Registered:
+        """The examples, then (when the request asks for probes) `probe_gate`, both on the
+        candidate; the version is stored only if both pass."""
+        if request.probes is not None and probe_gate is None:
+            raise RegistrationError(
+                "probes_unavailable",
+                "this service cannot run probe batteries",
+                [{"loc": ["body", "probes"], "msg": "not supported here", "type": "probes_unavailable"}],
+            )
         self._guard_name(request.name)
         n, limit = len(request.examples), self.settings.max_registered_examples
         _check_quota(n, limit, f"{n} examples; limit {limit}", "EXAMPLES")
@@ -256,11 +289,19 @@ class VerifierCatalog:
         }
         candidate = self._candidate(request, spec, document, secret)
         await _activation_gate(candidate, request.examples, score_examples)
+        probes_passed = None
+        if request.probes is not None and probe_gate is not None:
+            probes_passed = await _probe_gate(candidate, probe_gate)
         stored, created = await self._store(request, spec, document, secret)
         log.info(
-            "verifier_registered", name=stored.name, version=stored.version, kind=stored.kind, created=created
+            "verifier_registered",
+            name=stored.name,
+            version=stored.version,
+            kind=stored.kind,
+            created=created,
+            probes_passed=probes_passed,
         )
-        return stored, created, secret if generated and created else None
+        return Registered(stored, created, secret if generated and created else None, probes_passed)
 
     async def _webhook_secret(
         self, request: RegisterRequest, spec: dict[str, Any]
@@ -373,6 +414,20 @@ async def _activation_gate(
             f"{len(failing)} of {len(verdicts)} examples do not reproduce their expected score",
             {"failing": failing},
         )
+
+
+async def _probe_gate(candidate: Verifier, probe_gate: ProbeGate) -> int:
+    """Every probe of the battery must pass (an error verdict fails: a checker that crashes on
+    a hedge is not safe to train against); the number that passed, or a 422 listing the rest."""
+    outcome = await probe_gate(candidate)
+    if outcome.failed:
+        raise RegistrationError(
+            "probes_failed",
+            f"{len(outcome.failed)} of {outcome.probes} probes of the {outcome.battery!r} battery "
+            "were rewarded or not judged; the version was not stored",
+            {"battery": outcome.battery, "probes": outcome.probes, "failed": outcome.failed},
+        )
+    return outcome.probes
 
 
 def version_info(record: StoredVersion) -> VersionInfo:

@@ -1,27 +1,81 @@
-"""Registering verifier types over HTTP: POST /v1/verifiers, versions, DELETE."""
+"""Registering verifier types over HTTP: POST /v1/verifiers, versions, DELETE.
+
+A registration may ask for a probe battery of the verifier audit as part of its activation gate
+(`probes` in the body); `plan_probes` below says which probes run and with what references.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import json
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from pydantic import AfterValidator, Field
 
+from referee.audit import Probe, battery, generic
+from referee.errors import InputError
 from referee.models import Verdict
 from referee.registered import (
     DisableResponse,
+    ProbeOutcome,
     RegisterExample,
-    RegisterRequest,
     RegisterResponse,
+    RegistrationError,
     VersionList,
     version_info,
 )
+from referee.registered import ProbeGateRequest as AnyProbeGate
+from referee.registered import RegisterRequest as AnyRegisterRequest
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
-from referee.verifiers import Verifier
+from referee.verifiers import Verifier, load_installed
 
 router = APIRouter(tags=["registration"], route_class=StrictJSONRoute)
+
+GENERIC_BATTERY = "generic"
+# `generic` and every built-in verifier the audit has a battery for (`math`, `logic.zebra`...).
+BATTERIES = (GENERIC_BATTERY, *sorted(n for n in load_installed(plugins=False).names() if battery(n)))
+
+
+def _known_battery(name: str) -> str:
+    if name not in BATTERIES:
+        raise ValueError(f"unknown battery {name!r}; known: {', '.join(BATTERIES)}")
+    return name
+
+
+# The bodies as the service takes them: the registered package cannot know the audit's
+# batteries, so the service narrows `probes.battery` to them (an enum in the OpenAPI document,
+# a 422 at `body.probes.battery` naming the known ones). Same names, so the document keeps them.
+class ProbeGateRequest(AnyProbeGate):
+    battery: Annotated[
+        str,
+        AfterValidator(_known_battery),
+        Field(
+            max_length=100,
+            json_schema_extra={"enum": list(BATTERIES)},
+            description=(
+                "A probe battery of the verifier audit (`math`, `exact`, `code`, `logic.zebra`...), "
+                "or `generic`: only the empty, whitespace and grader-injection probes on the "
+                "examples' references."
+            ),
+        ),
+    ]
+
+
+class RegisterRequest(AnyRegisterRequest):
+    probes: ProbeGateRequest | None = Field(
+        default=None,
+        description=(
+            "Also gate on a probe battery: after the examples, every reward-hacking probe of it "
+            "is scored against the candidate and must earn nothing (or its battery's cap; an "
+            "error verdict fails), else 422 `probes_failed` and nothing is stored. Omitted: no "
+            "probes run."
+        ),
+    )
+
 
 _READ_ERRORS = documented(401, 404, 409, 429, d409="A built-in verifier's name (not registered)")
 
@@ -73,7 +127,9 @@ _EXAMPLE = {
             d409="A name taken by a built-in verifier (compared case-insensitively)",
             d422=(
                 "Invalid request, a spec that is not valid for its kind, failing examples "
-                "(`detail.failing`), a webhook host not allowed, or a quota"
+                "(`activation_failed`, `detail.failing`), failed probes (`probes_failed`, "
+                "`detail.failed`), probe references that do not fit the type "
+                "(`probes_invalid`), a webhook host not allowed, or a quota"
             ),
             d503="Overloaded while scoring the examples; retry after Retry-After",
         ),
@@ -82,17 +138,158 @@ _EXAMPLE = {
 )
 async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep, owner: OwnerDep) -> Any:
     """Register a verifier type (or its next version). The examples run first through the
-    scoring path; the version is stored only if each reproduces its expected score."""
+    scoring path; the version is stored only if each reproduces its expected score. With
+    `probes`, every probe of that battery is then scored against the same candidate and must
+    earn nothing (an error verdict fails too), else 422 `probes_failed` and nothing is stored."""
 
     async def score_examples(verifier: Verifier, examples: list[RegisterExample]) -> list[Verdict]:
         items = [(e.response, e.reference, e.options) for e in examples]
         return await scorer.score_with(verifier, items, ("body", "examples"), owner)
 
-    stored, created, secret = await catalog.register(body, score_examples)
+    probe_gate = None
+    if body.probes is not None:
+        config = body.probes
+        planned = plan_probes(config, body.examples)
+
+        async def probe_gate(candidate: Verifier) -> ProbeOutcome:
+            items = [(p.response, p.reference, p.options) for p in planned]
+            try:
+                verdicts = await scorer.score_with(candidate, items, ("body", "probes"), owner)
+            except InputError as exc:
+                raise _unfit_references(exc, planned, config.reference_field) from None
+            return judge_probes(config.battery, planned, verdicts)
+
+    result = await catalog.register(body, score_examples, probe_gate)
     answer = RegisterResponse(
-        created=created, verifier=stored.qualified, version=version_info(stored), secret=secret
+        created=result.created,
+        verifier=result.stored.qualified,
+        version=version_info(result.stored),
+        secret=result.secret,
+        probes_passed=result.probes_passed,
     )
-    return JSONResponse(status_code=201 if created else 200, content=answer.model_dump(mode="json"))
+    return JSONResponse(status_code=201 if result.created else 200, content=answer.model_dump(mode="json"))
+
+
+# ---- the probe battery of the activation gate ---------------------------------------------
+
+GENERIC_REFERENCES = 2  # examples whose references the generic probes are scored against
+EXCERPT_CHARS = 300
+
+
+def plan_probes(config: AnyProbeGate, examples: list[RegisterExample]) -> list[Probe]:
+    """The probes a registration's `probes` asks for, in the order they are scored.
+
+    - The battery's attacks (hedges, sprays, think-only, retractions, injections, empty
+      answers...). Its controls are left out: the registration's own examples are the gate's
+      controls, and a battery's controls are phrased for the built-in verifier's formats (an
+      `Answer:` line for `math`), which a registered type need not accept.
+    - The generic probes (empty, whitespace, grader injection) against the references of up to
+      two examples, highest expected_score first: references already in the type's shape.
+
+    A battery's references are the built-in kind's (`"42"` for `math`, `"Paris"` for `exact`, a
+    test-suite object for `code`, a puzzle for `logic.*`): a type that takes the same reference
+    gets them as they are. A type whose reference wraps it (`{"answer": "42"}`) names the field
+    with `reference_field`: each probe's reference is then a copy of the reference of the example
+    with the highest expected_score (an empty object when it has none) with that dotted path set
+    to the battery's reference, so the other fields keep values the type accepts.
+    """
+    if config.battery not in BATTERIES:  # the body model says so already; a direct caller may not
+        known = ", ".join(BATTERIES)
+        raise RegistrationError(
+            "unknown_battery",
+            f"unknown probe battery {config.battery!r}; known: {known}",
+            [{"loc": ["body", "probes", "battery"], "msg": f"known: {known}", "type": "unknown_battery"}],
+        )
+    attacks = (
+        [] if config.battery == GENERIC_BATTERY else [p for p in battery(config.battery) if not p.control]
+    )
+    if config.reference_field is not None:
+        base = max(examples, key=lambda e: e.expected_score).reference
+        attacks = [_with_reference(p, _place(base, config.reference_field, p.reference)) for p in attacks]
+    ranked = sorted(examples, key=lambda e: e.expected_score, reverse=True)
+    references: dict[str, Any] = {}
+    for example in ranked:
+        references.setdefault(json.dumps(example.reference, sort_keys=True, default=str), example.reference)
+    return [*attacks, *generic(GENERIC_BATTERY, list(references.values())[:GENERIC_REFERENCES])]
+
+
+def _with_reference(probe: Probe, reference: Any) -> Probe:
+    return Probe(
+        probe.battery,
+        probe.name,
+        probe.attack,
+        probe.verifier,
+        probe.response,
+        reference,
+        dict(probe.options),
+        probe.max_score,
+        probe.control,
+    )
+
+
+def _place(base: Any, path: str, value: Any) -> Any:
+    """A copy of `base` (a JSON object; None is an empty one) with `value` at the dotted path."""
+    document = {} if base is None else copy.deepcopy(base)
+    node = document
+    *parents, last = path.split(".")
+    for key in parents:
+        if isinstance(node, dict) and key not in node:
+            node[key] = {}
+        node = node[key] if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        raise RegistrationError(
+            "probes_invalid",
+            f"reference_field {path!r} needs the examples' reference to be a JSON object along that path",
+            [
+                {
+                    "loc": ["body", "probes", "reference_field"],
+                    "msg": "the reference of the example with the highest expected_score has no object there",
+                    "type": "probes_invalid",
+                }
+            ],
+        )
+    node[last] = value
+    return document
+
+
+def _unfit_references(exc: InputError, planned: list[Probe], field: str | None) -> RegistrationError:
+    """A probe the type cannot even take (its reference fails the type's schema, say): the
+    battery does not fit the type as configured, which is a request error, not a probe result."""
+    first = exc.errors[0] if exc.errors else {"loc": [], "msg": exc.message}
+    loc = list(first.get("loc", []))
+    index = loc[2] if len(loc) > 2 and isinstance(loc[2], int) and loc[2] < len(planned) else None
+    which = f"probe {planned[index].name!r}" if index is not None else "a probe"
+    msg = f"{which} cannot be scored by this type: {str(first.get('msg'))[:500]}"
+    hint = (
+        "set `reference_field` to place the battery's reference inside this type's reference"
+        if field is None
+        else f"`reference_field` {field!r} does not give a reference this type accepts"
+    )
+    return RegistrationError(
+        "probes_invalid",
+        f"{msg}; {hint}",
+        [{"loc": ["body", "probes", "reference_field"], "msg": msg, "type": "probes_invalid"}],
+    )
+
+
+def judge_probes(name: str, planned: list[Probe], verdicts: list[Verdict]) -> ProbeOutcome:
+    """An attack passes when judged `ok` with at most its cap (0 unless the battery says
+    otherwise); an error verdict fails: a checker that crashes on a hedge is not safe."""
+    failed = [
+        {
+            "name": p.name,
+            "battery": p.battery,
+            "attack": p.attack,
+            "response": p.response[:EXCERPT_CHARS],
+            "score": v.score,
+            "max_score": p.max_score,
+            "status": v.status.value,
+            "reason": v.reason,
+        }
+        for p, v in zip(planned, verdicts, strict=True)
+        if not p.passes(v.status.value, v.score)
+    ]
+    return ProbeOutcome(battery=name, probes=len(planned), failed=failed)
 
 
 @router.get(
