@@ -86,9 +86,11 @@ def test_components_reach_verl_and_openrlhf_logs(referee_url: str) -> None:
         url=referee_url,
         return_dict=True,
     )
+    # One group (same reference, no prompt id) whose rewards differ: not zero-variance.
+    parts = {"referee_error": 0.0, "referee/math": 1.0, "referee/zero_variance": 0.0}
     assert scores == [
-        {"score": 1.5, "referee_error": 0.0, "referee/format.think_answer": 1.0, "referee/math": 1.0},
-        {"score": 1.0, "referee_error": 0.0, "referee/format.think_answer": 0.0, "referee/math": 1.0},
+        {"score": 1.5, "referee/format.think_answer": 1.0, **parts},
+        {"score": 1.0, "referee/format.think_answer": 0.0, **parts},
     ]
     label = json.dumps({"verifier": components, "reference": "4"})
     r = httpx.post(

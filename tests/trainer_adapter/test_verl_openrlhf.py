@@ -73,4 +73,8 @@ def test_verl_error_verdict_scores_error_score(monkeypatch: pytest.MonkeyPatch, 
         )
     finally:
         connections.use_client("http://fake", None, previous)
-    assert out == [{"score": 1.0, "referee_error": 0.0}, {"score": -1.0, "referee_error": 1.0}]
+    # One group: its only verdict is 1.0, so it has no reward spread (the error is left out).
+    assert out == [
+        {"score": 1.0, "referee_error": 0.0, "referee/zero_variance": 1.0},
+        {"score": -1.0, "referee_error": 1.0, "referee/zero_variance": 1.0},
+    ]

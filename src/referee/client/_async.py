@@ -18,9 +18,12 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    PromptFilter,
+    PromptStatsPage,
     ScoreRequest,
     Verdict,
     VerifierInfo,
+    VerifierStatsPage,
 )
 
 
@@ -51,11 +54,13 @@ class AsyncClient:
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
 
-    async def _request(self, method: str, path: str, json: Any = None) -> httpx.Response:
+    async def _request(
+        self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> httpx.Response:
         attempt, waited = 0, 0.0
         while True:
             try:
-                response = await self._http.request(method, path, json=json)
+                response = await self._http.request(method, path, json=json, params=params)
             except c.RETRY_EXCEPTIONS as exc:
                 if attempt >= self._retry.retries:
                     raise c.RefereeUnavailable(f"{method} {path}: {exc!r}") from exc
@@ -102,6 +107,20 @@ class AsyncClient:
 
     async def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(await self._request("GET", "/v1/verifiers"))
+
+    async def prompt_stats(
+        self, filter: PromptFilter | str = "all", last: int = 1, limit: int = 100, offset: int = 0
+    ) -> PromptStatsPage:
+        """This key's per-prompt statistics (`GET /v1/stats/prompts`), most recently seen first:
+        `filter="always_solved", last=3` lists the prompts every sample of which passed in each
+        of their latest 3 visits. One page (`limit` up to 10,000); `matched` counts them all."""
+        params = c.prompt_stats_params(filter, last, limit, offset)
+        return c.parse_prompt_stats(await self._request("GET", "/v1/stats/prompts", params=params))
+
+    async def verifier_stats(self, minutes: int = 60) -> VerifierStatsPage:
+        """Per verifier over the last `minutes` (`GET /v1/stats/verifiers`): the service's, all callers."""
+        params = {"minutes": minutes}
+        return c.parse_verifier_stats(await self._request("GET", "/v1/stats/verifiers", params=params))
 
     async def aclose(self) -> None:
         await self._http.aclose()

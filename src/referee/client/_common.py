@@ -16,10 +16,13 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    PromptFilter,
+    PromptStatsPage,
     ScoreRequest,
     Verdict,
     VerifierInfo,
     VerifierList,
+    VerifierStatsPage,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -149,6 +152,20 @@ def parse_groups(response: httpx.Response) -> GroupsResponse:
 
 def parse_verifiers(response: httpx.Response) -> list[VerifierInfo]:
     return VerifierList.model_validate_json(response.content).verifiers
+
+
+def prompt_stats_params(filter: PromptFilter | str, last: int, limit: int, offset: int) -> dict[str, Any]:
+    """The query of `GET /v1/stats/prompts`; an unknown filter name fails here (ValueError),
+    before a request is made. The ranges are the service's to check (a 422 names them)."""
+    return {"filter": PromptFilter(filter).value, "last": last, "limit": limit, "offset": offset}
+
+
+def parse_prompt_stats(response: httpx.Response) -> PromptStatsPage:
+    return PromptStatsPage.model_validate_json(response.content)
+
+
+def parse_verifier_stats(response: httpx.Response) -> VerifierStatsPage:
+    return VerifierStatsPage.model_validate_json(response.content)
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:

@@ -19,9 +19,12 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    PromptFilter,
+    PromptStatsPage,
     ScoreRequest,
     Verdict,
     VerifierInfo,
+    VerifierStatsPage,
 )
 
 
@@ -52,11 +55,13 @@ class Client:
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
 
-    def _request(self, method: str, path: str, json: Any = None) -> httpx.Response:
+    def _request(
+        self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> httpx.Response:
         attempt, waited = 0, 0.0
         while True:
             try:
-                response = self._http.request(method, path, json=json)
+                response = self._http.request(method, path, json=json, params=params)
             except c.RETRY_EXCEPTIONS as exc:
                 if attempt >= self._retry.retries:
                     raise c.RefereeUnavailable(f"{method} {path}: {exc!r}") from exc
@@ -114,6 +119,20 @@ class Client:
 
     def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(self._request("GET", "/v1/verifiers"))
+
+    def prompt_stats(
+        self, filter: PromptFilter | str = "all", last: int = 1, limit: int = 100, offset: int = 0
+    ) -> PromptStatsPage:
+        """This key's per-prompt statistics (`GET /v1/stats/prompts`), most recently seen first:
+        `filter="always_solved", last=3` lists the prompts every sample of which passed in each
+        of their latest 3 visits. One page (`limit` up to 10,000); `matched` counts them all."""
+        params = c.prompt_stats_params(filter, last, limit, offset)
+        return c.parse_prompt_stats(self._request("GET", "/v1/stats/prompts", params=params))
+
+    def verifier_stats(self, minutes: int = 60) -> VerifierStatsPage:
+        """Per verifier over the last `minutes` (`GET /v1/stats/verifiers`): the service's, all callers."""
+        params = {"minutes": minutes}
+        return c.parse_verifier_stats(self._request("GET", "/v1/stats/verifiers", params=params))
 
     def close(self) -> None:
         self._http.close()

@@ -41,6 +41,14 @@ def demo(
     threads: Annotated[
         int, typer.Option(min=1, help="torch threads (results are reproducible per count).")
     ] = 1,
+    skip_solved_after: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=1000,
+            help="Curriculum: skip prompts the service reports solved in each of their last K visits.",
+        ),
+    ] = None,
 ) -> None:
     """Tiny GPT learns reversed-digit 2-digit addition from Referee's `exact` verdicts."""
     try:
@@ -59,6 +67,7 @@ def demo(
         resume=resume,
         threads=threads,
         warmup_cache=warmup_cache,
+        skip_solved_after=skip_solved_after,
     )
     typer.echo(json.dumps(summary, indent=2))
     typer.echo(

@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
-from referee.grouping import ChunkPolicy, Sample, group_samples, scatter_verdicts
-from referee.models import AdvantageConfig, Verdict
+from referee.grouping import ChunkPolicy, Placement, Sample, group_samples, scatter_verdicts
+from referee.models import AdvantageConfig, GroupResult, Verdict
 
 # How long a batcher waits for the rest of a burst of concurrent calls before it sends them
 # (a reward loop starts its per-sample calls within microseconds of each other).
@@ -74,6 +74,21 @@ def batcher(url: str, api_key: str | None) -> SampleBatcher:
     return found
 
 
+class Judged(NamedTuple):
+    """A sample's verdict, and whether the group it was scored in had no reward spread
+    (`GroupResult.zero_variance`; False for a sample that was not sent, see `unsendable`)."""
+
+    verdict: Verdict
+    zero_variance: bool
+
+
+def judged(results: list[GroupResult], where: list[Placement]) -> list[Judged]:
+    """`scatter_verdicts`, with each sample's group zero-variance flag."""
+    verdicts = scatter_verdicts(results, where)
+    flags = [not isinstance(w, Verdict) and results[w[0]].zero_variance for w in where]
+    return [Judged(v, f) for v, f in zip(verdicts, flags, strict=True)]
+
+
 class SampleBatcher:
     """Concurrent `judge(sample)` awaits on one loop -> one grouped request per burst."""
 
@@ -81,13 +96,15 @@ class SampleBatcher:
         from referee.client import AsyncClient
 
         self.client = AsyncClient(url, api_key=api_key, chunks=chunks)
-        self._pending: list[tuple[Sample, asyncio.Future[Verdict]]] = []
+        self._pending: list[tuple[Sample, asyncio.Future[Judged]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()  # strong references while in flight
         self.requests = 0  # bursts sent (each one score_groups call, chunked if large)
 
-    async def judge(self, sample: Sample) -> Verdict:
-        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+    async def judge(self, sample: Sample) -> Judged:
+        """The sample's verdict, scored with the rest of its burst: samples of one burst that
+        share verifier, reference and prompt_id form one group."""
+        future: asyncio.Future[Judged] = asyncio.get_running_loop().create_future()
         self._pending.append((sample, future))
         if len(self._pending) >= MAX_BATCH:
             self._send_now()
@@ -109,7 +126,7 @@ class SampleBatcher:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
-    async def _send(self, batch: list[tuple[Sample, asyncio.Future[Verdict]]]) -> None:
+    async def _send(self, batch: list[tuple[Sample, asyncio.Future[Judged]]]) -> None:
         self.requests += 1
         specs, where = group_samples([sample for sample, _ in batch])
         try:
@@ -118,12 +135,12 @@ class SampleBatcher:
                 if specs
                 else []
             )
-            verdicts = scatter_verdicts(groups, where)
+            outcomes = judged(groups, where)
         except Exception as exc:  # every waiter sees the failure; none is left hanging
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
-        for (_, future), verdict in zip(batch, verdicts, strict=True):
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():
-                future.set_result(verdict)
+                future.set_result(outcome)

@@ -7,6 +7,10 @@ and the service's workers stay busy) and returns, per group, rewards, advantages
 that is False where no verdict could be reached (`status: "error"`): a trainer must leave those
 samples out of the loss instead of learning from a fabricated 0.
 
+Groups may name their prompt (`prompt_ids=`): the service then keeps per-prompt statistics,
+and `solved_prompts(k)` reads back the prompts solved in each of their last k visits (the
+curriculum of the GRPO loop's `skip_solved_after`).
+
 This module is plain Python (no torch); it reaches the service only through `referee.client`.
 """
 
@@ -25,9 +29,15 @@ from referee.models import (
     GroupSpec,
     GroupsResponse,
     JSONObject,
+    PromptFilter,
+    PromptStatsPage,
     Verdict,
     VerdictStatus,
 )
+from referee.trainer_adapter.prompt_ids import as_prompt_id
+
+# The most prompts one `GET /v1/stats/prompts` page may list (the service's bound on `limit`).
+STATS_PAGE = 10_000
 
 
 @runtime_checkable
@@ -37,6 +47,15 @@ class GroupScorer(Protocol):
     async def score_groups(
         self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
     ) -> GroupsResponse: ...
+
+
+@runtime_checkable
+class PromptStatsSource(Protocol):
+    """A scorer that can also read the service's per-prompt statistics (`AsyncClient` can)."""
+
+    async def prompt_stats(
+        self, filter: PromptFilter | str = "all", last: int = 1, limit: int = 100, offset: int = 0
+    ) -> PromptStatsPage: ...
 
 
 @dataclass(frozen=True)
@@ -135,9 +154,15 @@ class GroupRewarder:
         *,
         verifier: VerifierSpec | None = None,
         options: JSONObject | None = None,
+        prompt_ids: Sequence[Any] | None = None,
     ) -> list[GroupSpec]:
+        """One GroupSpec per prompt. `prompt_ids[i]` names prompt i for the service's statistics
+        (None: not tracked; a number becomes its text, an id over 200 characters its digest)."""
         if len(completions) != len(references):
             raise ValueError(f"{len(completions)} groups of completions but {len(references)} references")
+        ids = [None] * len(completions) if prompt_ids is None else [as_prompt_id(p) for p in prompt_ids]
+        if len(ids) != len(completions):
+            raise ValueError(f"{len(completions)} groups of completions but {len(ids)} prompt ids")
         spec = self.verifier if verifier is None else verifier
         opts = self.options if options is None else options
         return [
@@ -146,8 +171,9 @@ class GroupRewarder:
                 reference=ref,
                 responses=list(group),
                 options=opts if isinstance(spec, str) else {},
+                prompt_id=pid,
             )
-            for group, ref in zip(completions, references, strict=True)
+            for group, ref, pid in zip(completions, references, ids, strict=True)
         ]
 
     async def score(
@@ -157,9 +183,12 @@ class GroupRewarder:
         *,
         verifier: VerifierSpec | None = None,
         options: JSONObject | None = None,
+        prompt_ids: Sequence[Any] | None = None,
     ) -> GroupRewards:
-        """`completions[i]` are the G completions of prompt i, judged against `references[i]`."""
-        return await self.score_specs(self.specs(completions, references, verifier=verifier, options=options))
+        """`completions[i]` are the G completions of prompt i, judged against `references[i]`;
+        `prompt_ids[i]` (optional) names prompt i in the service's per-prompt statistics."""
+        specs = self.specs(completions, references, verifier=verifier, options=options, prompt_ids=prompt_ids)
+        return await self.score_specs(specs)
 
     async def score_specs(self, groups: list[GroupSpec]) -> GroupRewards:
         return GroupRewards.from_results(await self.score_results(groups))
@@ -173,3 +202,25 @@ class GroupRewarder:
             return (await scorer.score_groups(chunk, self.advantage)).groups
 
         return await score_in_chunks(score, groups, self.chunks)
+
+    async def solved_prompts(self, streak: int) -> set[str]:
+        """The ids of this key's prompts every sample of which passed in each of their latest
+        `streak` visits (`GET /v1/stats/prompts?filter=always_solved&last=streak`, all pages).
+
+        The service's memory, not the trainer's: it survives a trainer restart and sees the
+        visits of every rank. Pages are read most recently seen first while training may go
+        on, so a prompt visited between two page reads can be missed or listed twice (a set):
+        a curriculum can live with one such miss per call."""
+        if not 1 <= streak <= 1000:
+            raise ValueError(f"streak must be between 1 and 1000 (the service's bound), not {streak}")
+        source = self._get_scorer()
+        if not isinstance(source, PromptStatsSource):
+            raise TypeError(f"{type(source).__name__} cannot read prompt statistics (no prompt_stats method)")
+        solved: set[str] = set()
+        offset = 0
+        while True:
+            page = await source.prompt_stats(PromptFilter.always_solved, streak, STATS_PAGE, offset)
+            solved.update(p.prompt_id for p in page.prompts)
+            offset += len(page.prompts)
+            if not page.prompts or offset >= page.matched:
+                return solved

@@ -18,6 +18,12 @@ The service adds the weighted scores, and a component without a verdict makes th
 reward None. Each component's score goes to TRL's logs (`log_metric` means, `log_extra`
 columns of the completions table, with the verdict's reason).
 
+Each group carries a `prompt_id` for the service's per-prompt statistics: the row's value in
+the `prompt_id_column` (by default a column named "prompt_id", when the dataset has one), else
+a digest of the prompt. The share of groups without reward spread goes to TRL's logs as
+`referee/zero_variance_fraction` (TRL averages it over the logging steps) and stays readable
+as `last_zero_variance_share`.
+
 Each call is one `/v1/groups` call (sent as concurrent chunks when the batch is larger than a
 request may be): completions of the same prompt and reference form a group, so the service
 parses each reference once. A row whose reference is invalid gets None, never fails the batch.
@@ -37,14 +43,19 @@ from referee.grouping import (
     canonical_key,
     component_scores,
     group_samples,
+    prompt_fingerprint,
     scatter_rewards,
     scatter_verdicts,
 )
 from referee.models import AdvantageConfig, GroupResult, JSONObject, Verdict
+from referee.trainer_adapter.prompt_ids import as_prompt_id, zero_variance_share
 from referee.turns import Turns, select_turns
 
-# Keyword arguments TRL adds that are not dataset columns.
+# Keyword arguments TRL adds that are not dataset columns (trl 1.16,
+# trl/trainer/grpo_trainer.py, GRPOTrainer._calculate_rewards).
 _TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
+# The column a dataset's own prompt ids are read from when `prompt_id_column` is not given.
+DEFAULT_PROMPT_ID_COLUMN = "prompt_id"
 
 
 def completion_text(completion: Any, turns: Turns = "last") -> str:
@@ -68,7 +79,13 @@ class _RefereeRewardBase:
         timeout: float = 60.0,
         name: str = "referee",
         turns: Turns = "last",
+        prompt_id_column: str | None = None,
+        prompt_ids: bool = True,
     ) -> None:
+        """`prompt_id_column`: the dataset column holding each row's id (it must exist when
+        named); by default a "prompt_id" column is used when the dataset has one, and a digest
+        of the prompt otherwise (also for a row whose id is empty). `prompt_ids=False` sends no
+        ids (the service then keeps no per-prompt statistics for these groups)."""
         self.url = url
         self.verifier = verifier
         self.options = dict(options or {})
@@ -78,6 +95,10 @@ class _RefereeRewardBase:
         self.api_key = api_key
         self.timeout = timeout
         self.turns = turns  # which assistant turn(s) of a conversational completion to judge
+        self.prompt_id_column = prompt_id_column
+        self.prompt_ids = prompt_ids
+        # The zero-variance share of the latest call's groups (None before the first call).
+        self.last_zero_variance_share: float | None = None
         # TRL names the reward in its logs after `__name__` (falling back to the class name).
         self.__name__ = name
 
@@ -92,6 +113,7 @@ class _RefereeRewardBase:
         references = kwargs[self.reference_column]
         verifiers = kwargs[self.verifier_column] if self.verifier_column else None
         options = kwargs[self.options_column] if self.options_column else None
+        ids = self._prompt_ids(prompts, kwargs)
         samples = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             samples.append(
@@ -102,9 +124,26 @@ class _RefereeRewardBase:
                     options=options[i] if options is not None and options[i] is not None else self.options,
                     # Completions of one prompt form one group (prompts may be message lists).
                     key=canonical_key(prompt),
+                    prompt_id=ids[i],
                 )
             )
         return samples
+
+    def _prompt_ids(self, prompts: Sequence[Any], kwargs: dict[str, Any]) -> list[str | None]:
+        """Each completion's prompt id: its row's id column, else a digest of its prompt. TRL
+        repeats every column once per completion, so a prompt's G completions share the id."""
+        if not self.prompt_ids:
+            return [None] * len(prompts)
+        column = self.prompt_id_column
+        if column is not None and column not in kwargs:
+            columns = sorted(k for k in kwargs if k not in _TRL_EXTRAS)
+            raise KeyError(f"prompt id column {column!r} not found; columns: {columns}")
+        values = kwargs.get(column or DEFAULT_PROMPT_ID_COLUMN)
+        ids: list[str | None] = []
+        for i, prompt in enumerate(prompts):
+            found = as_prompt_id(values[i]) if values is not None else None
+            ids.append(found if found is not None else prompt_fingerprint(prompt))
+        return ids
 
     def _log(
         self,
@@ -119,14 +158,14 @@ class _RefereeRewardBase:
         table (`log_extra`: each component's score, the verdict's reason)."""
         log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
         log_extra: Callable[[str, list[Any]], None] | None = kwargs.get("log_extra")
+        zero = self.last_zero_variance_share = zero_variance_share(results)
         if not rewards:
             return
         columns = component_scores(verdicts)
         if log_metric is not None:
             log_metric("referee/error_fraction", sum(r is None for r in rewards) / len(rewards))
             log_metric("referee/request_seconds", seconds)
-            if results:
-                zero = sum(r.zero_variance for r in results) / len(results)
+            if zero is not None:
                 log_metric("referee/zero_variance_fraction", zero)
             for name, scores in columns.items():
                 valid = [s for s in scores if s is not None]

@@ -43,8 +43,26 @@ Which verifier judges a sample, first match wins:
 
 verl cannot mask a sample, so a sample with no verdict (`status: "error"`, including a row
 whose reference is invalid: one bad row never fails the batch) scores `error_score` (default
-0.0); with ``return_dict=True`` the result is ``{"score": s, "referee_error": 0.0 | 1.0}`` and
-verl puts every key into `reward_extra_info`, so the error rate shows up in its logs.
+0.0); with ``return_dict=True`` the result is ``{"score": s, "referee_error": 0.0 | 1.0, ...}``
+and verl puts every key into `reward_extra_info` (its validation metrics average each key per
+data source; its training batch and rollout dumps carry them per sample).
+
+Prompt ids (the service's per-prompt statistics), first match wins:
+1. ``extra_info["prompt_id"]``;
+2. ``extra_info["index"]`` with the data source (and ``extra_info["split"]`` when present,
+   so train row 17 and test row 17 differ): ``openai/gsm8k:train:17``, as verl's
+   `examples/data_preprocess` scripts store them;
+3. a digest of ``extra_info["question"]`` or ``extra_info["prompt"]``;
+4. none (verl does not pass the prompt to a reward function).
+
+Zero-variance share. The batched and awaited forms add ``"referee/zero_variance"`` (1.0 when
+the sample's group had no reward spread, as the service computed it) to a ``return_dict``
+result; its mean over a batch is the share of samples in groups GRPO learns nothing from (the
+share of groups when every prompt has `n` samples). A group is the samples of one prompt that
+reach the adapter together: the whole batch for `compute_score_batch` and for the reward
+loop's batch scoring, but with verl's streaming reward (the agent loop scores each trajectory
+as it finishes) possibly part of a prompt's samples. The per-sample `compute_score` sends
+groups of one, always without spread, so it leaves the key out.
 """
 
 from __future__ import annotations
@@ -53,12 +71,20 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, plain, scatter_verdicts
-from referee.models import AdvantageConfig, JSONObject, Verdict, VerdictStatus, VerifierComponent
+from referee.grouping import Sample, VerifierSpec, component_scores, group_samples, plain, prompt_fingerprint
+from referee.models import AdvantageConfig, JSONObject, VerdictStatus, VerifierComponent
 from referee.trainer_adapter import connections
+from referee.trainer_adapter.prompt_ids import as_prompt_id
 from referee.turns import Turns, select_turns
 
-__all__ = ["DATA_SOURCES", "compute_score", "compute_score_async", "compute_score_batch", "resolve_verifier"]
+__all__ = [
+    "DATA_SOURCES",
+    "compute_score",
+    "compute_score_async",
+    "compute_score_batch",
+    "resolve_prompt_id",
+    "resolve_verifier",
+]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _PACKAGE_MODULE = "referee.trainer_adapter.verl"
@@ -104,9 +130,36 @@ def resolve_verifier(
     return DATA_SOURCES.get(data_source, data_source), dict(options or {})
 
 
+def resolve_prompt_id(data_source: str, extra_info: dict[str, Any] | None) -> str | None:
+    """The prompt id of a verl row (see the module docstring); None when the row names none."""
+    info = extra_info or {}
+    explicit = as_prompt_id(info.get("prompt_id"))
+    if explicit is not None:
+        return explicit
+    index = as_prompt_id(info.get("index"))
+    if index is not None:
+        split = info.get("split")
+        parts = (
+            [str(data_source), split, index]
+            if isinstance(split, str) and split
+            else [str(data_source), index]
+        )
+        return as_prompt_id(":".join(parts))
+    for key in ("question", "prompt"):
+        text = plain(info.get(key))
+        if text:
+            return prompt_fingerprint(text)
+    return None
+
+
 def _result(
-    verdict: Verdict, spec: VerifierSpec, error_score: float, return_dict: bool
+    judged: connections.Judged,
+    spec: VerifierSpec,
+    error_score: float,
+    return_dict: bool,
+    with_zero_variance: bool = True,
 ) -> float | dict[str, float]:
+    verdict = judged.verdict
     ok = verdict.status is VerdictStatus.ok and verdict.score is not None
     score = float(verdict.score) if ok and verdict.score is not None else error_score
     if not return_dict:
@@ -122,6 +175,8 @@ def _result(
     for name in dict.fromkeys([*names, *parts]):
         part = parts.get(name, [None])[0]
         result[f"referee/{name}"] = float(part) if part is not None else error_score
+    if with_zero_variance:  # every sample gets it (verl reads the first sample's keys from all)
+        result["referee/zero_variance"] = 1.0 if judged.zero_variance else 0.0
     return result
 
 
@@ -137,7 +192,25 @@ def _sample(
     """One verl sample as Referee judges it: its verifier (see the module docstring) and, for an
     agent loop's episode, its chosen assistant turn(s)."""
     name, opts = resolve_verifier(data_source, info, verifier, options)
-    return Sample(response=select_turns(solution, turns), reference=truth, verifier=name, options=opts)
+    return Sample(
+        response=select_turns(solution, turns),
+        reference=truth,
+        verifier=name,
+        options=opts,
+        prompt_id=resolve_prompt_id(data_source, info),
+    )
+
+
+def _score_batch(samples: list[Sample], url: str | None, api_key: str | None) -> list[connections.Judged]:
+    """One `/v1/groups` call (chunked when large) for `samples`; each sample's outcome."""
+    specs, where = group_samples(samples)
+    if not samples:
+        return []
+    client = _client(url, api_key)
+    results = (
+        client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups if specs else []
+    )
+    return connections.judged(results, where)
 
 
 def compute_score_batch(
@@ -163,15 +236,8 @@ def compute_score_batch(
             data_sources, solution_strs, ground_truths, infos, strict=True
         )
     ]
-    specs, where = group_samples(samples)
-    if not samples:
-        return []
-    client = _client(url, api_key)
-    results = (
-        client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups if specs else []
-    )
-    verdicts = scatter_verdicts(results, where)
-    return [_result(v, s.verifier, error_score, return_dict) for v, s in zip(verdicts, samples, strict=True)]
+    outcomes = _score_batch(samples, url, api_key)
+    return [_result(o, s.verifier, error_score, return_dict) for o, s in zip(outcomes, samples, strict=True)]
 
 
 def compute_score(
@@ -179,10 +245,21 @@ def compute_score(
     solution_str: str,
     ground_truth: Any,
     extra_info: dict[str, Any] | None = None,
-    **kwargs: Any,
+    *,
+    url: str | None = None,
+    api_key: str | None = None,
+    verifier: str | None = None,
+    options: JSONObject | None = None,
+    error_score: float = 0.0,
+    return_dict: bool = False,
+    turns: Turns = "last",
+    **_: Any,
 ) -> float | dict[str, float]:
-    """Per-sample form (verl's NaiveRewardManager / default `custom_reward_function`)."""
-    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
+    """Per-sample form (verl's NaiveRewardManager / default `custom_reward_function`): a group of
+    one, so its result has no `referee/zero_variance` key (a lone sample never has spread)."""
+    sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
+    [outcome] = _score_batch([sample], url, api_key)
+    return _result(outcome, sample.verifier, error_score, return_dict, with_zero_variance=False)
 
 
 async def compute_score_async(
@@ -203,8 +280,8 @@ async def compute_score_async(
     """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
     sample, all at once): the concurrent calls of a step are sent as one grouped request."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
-    verdict = await connections.batcher(*_service(url, api_key)).judge(sample)
-    return _result(verdict, sample.verifier, error_score, return_dict)
+    outcome = await connections.batcher(*_service(url, api_key)).judge(sample)
+    return _result(outcome, sample.verifier, error_score, return_dict)
 
 
 if __name__ != _PACKAGE_MODULE:

@@ -115,7 +115,8 @@ def run_demo(
     warmup_cache: str | Path | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Run the demo; `overrides` replace fields of `DEMO_ARGS` (e.g. steps=80, progress=False).
+    """Run the demo; `overrides` replace fields of `DEMO_ARGS` (e.g. steps=80, progress=False,
+    skip_solved_after=3).
 
     `warmup_cache`: a file holding the warmed-up weights; loaded when it was made with the same
     seed and warm-up steps, else written (a control run then starts from the very same model).

@@ -52,6 +52,11 @@ class AdditionTask:
     def prompt(a: int, b: int) -> str:
         return f"{a}+{b}="
 
+    @staticmethod
+    def prompt_id(prompt: str) -> str:
+        """The prompt's id in the service's statistics: "addition:47+85" for "47+85="."""
+        return "addition:" + prompt.removesuffix("=")
+
     def sample(self, rng: random.Random, n: int) -> list[tuple[str, Any]]:
         """n training (prompt, reference) pairs."""
         return [(self.prompt(a, b), reversed_sum(a, b)) for a, b in rng.choices(self.train_pairs, k=n)]

@@ -2,7 +2,8 @@
 
 One step:
 1. sample `prompts_per_step` prompts and `group_size` completions each from the current policy
-   (it is the "old" policy of this step);
+   (it is the "old" policy of this step); with `skip_solved_after=k`, prompts the service
+   reports solved in each of their last k visits are redrawn (DAPO-style curriculum);
 2. ask Referee for the verdicts, rewards and group-relative advantages (one grouped request);
    with dynamic sampling, groups with no spread are dropped and new prompts fill the batch;
 3. `mu` gradient updates on the clipped objective with a k3 KL penalty to the reference policy;
@@ -24,7 +25,7 @@ from typing import Any, Literal, Protocol
 import torch
 from tqdm import tqdm
 
-from referee.grouping import VerifierSpec
+from referee.grouping import VerifierSpec, prompt_fingerprint
 from referee.models import AdvantageConfig, JSONObject
 from referee.trainer_adapter.grpo.loss import Aggregation, grpo_loss
 from referee.trainer_adapter.grpo.metrics import MetricsLog, plot_metrics, reward_time_share
@@ -36,6 +37,7 @@ from referee.trainer_adapter.grpo.policy import (
     merge_rollouts,
     sample,
 )
+from referee.trainer_adapter.prompt_ids import as_prompt_id
 from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, group_advantages
 
 
@@ -55,6 +57,10 @@ class GRPOArgs:
     ref_refresh_steps: int = 0  # 0 = the reference stays the initial policy
     dynamic_sampling: bool = False
     max_resample_rounds: int = 4
+    # Curriculum: skip prompts every sample of which passed in each of their last k visits (the
+    # service's per-prompt statistics, read once per step); None = off.
+    skip_solved_after: int | None = None
+    max_skip_redraws: int = 8  # redraw rounds per draw; then solved prompts fill the batch
     max_new_tokens: int = 5
     temperature: float = 1.0
     max_grad_norm: float = 1.0
@@ -80,6 +86,17 @@ class Task(Protocol):
 
     def eval_set(self) -> list[tuple[str, Any]]: ...
 
+    # Optional: `prompt_id(prompt) -> str` names a training prompt in the service's statistics
+    # (a dataset row id); a task without it gets a digest of the prompt text (`prompt_id_of`).
+
+
+def prompt_id_of(task: Task, prompt: str) -> str:
+    """The task's id for a training prompt, or a digest of its text; normalised as the rewarder
+    sends it (`as_prompt_id`), so it compares equal to the ids the service reports back."""
+    named = getattr(task, "prompt_id", None)
+    found = as_prompt_id(named(prompt)) if callable(named) else None
+    return found if found is not None else prompt_fingerprint(prompt)
+
 
 @dataclass
 class Batch:
@@ -92,6 +109,8 @@ class Batch:
     no_verdict: int
     rounds: int
     reward_time_s: float
+    skipped_solved: int = 0  # draws of solved prompts that were put back (skip_solved_after)
+    solved_known: int = 0  # prompts the service reported solved at the start of the step
 
 
 def _randomize(scored: GroupRewards, rng: random.Random, config: AdvantageConfig) -> GroupRewards:
@@ -107,6 +126,8 @@ def _randomize(scored: GroupRewards, rng: random.Random, config: AdvantageConfig
 
 class GRPO:
     def __init__(self, args: GRPOArgs, policy: Policy, task: Task, rewarder: GroupRewarder) -> None:
+        if args.skip_solved_after is not None and not 1 <= args.skip_solved_after <= 1000:
+            raise ValueError("skip_solved_after must be between 1 and 1000 visits (or None: off)")
         self.args, self.policy, self.task, self.rewarder = args, policy, task, rewarder
         self.out = Path(args.out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -125,9 +146,35 @@ class GRPO:
         self.ckpt = self.out / "checkpoint.pt"
 
     # --- rewards -----------------------------------------------------------------------------
-    def _score(self, runner: asyncio.Runner, groups: list[list[str]], refs: list[Any]) -> GroupRewards:
-        coro = self.rewarder.score(groups, refs, verifier=self.task.verifier, options=self.task.options)
+    def _score(
+        self,
+        runner: asyncio.Runner,
+        groups: list[list[str]],
+        refs: list[Any],
+        prompt_ids: list[str] | None = None,
+    ) -> GroupRewards:
+        coro = self.rewarder.score(
+            groups, refs, verifier=self.task.verifier, options=self.task.options, prompt_ids=prompt_ids
+        )
         return runner.run(coro)
+
+    # --- prompts -----------------------------------------------------------------------------
+    def draw(self, n: int, solved: set[str]) -> tuple[list[tuple[str, Any]], int]:
+        """`n` training prompts, none of them in `solved` if `max_skip_redraws` rounds of redraws
+        find enough others; returns them and how many solved draws were put back. When (nearly)
+        everything is solved, the last round's solved prompts fill the batch: a step never
+        waits on prompts that do not exist."""
+        pairs = self.task.sample(self.rng, n)
+        if not solved:
+            return pairs, 0
+        skipped = 0
+        for _ in range(self.args.max_skip_redraws):
+            fresh = [p for p in pairs if prompt_id_of(self.task, p[0]) not in solved]
+            if len(fresh) == len(pairs):
+                break
+            skipped += len(pairs) - len(fresh)
+            pairs = fresh + self.task.sample(self.rng, n - len(fresh))
+        return pairs, skipped
 
     def collect(self, runner: asyncio.Runner) -> Batch:
         a, g = self.args, self.args.group_size
@@ -135,11 +182,17 @@ class GRPO:
         advs: list[float] = []
         masks: list[bool] = []
         rewards: list[float] = []
-        kept = seen = zero = no_verdict = rounds = 0
+        kept = seen = zero = no_verdict = rounds = skipped = 0
         reward_time = 0.0
+        solved: set[str] = set()
+        if a.skip_solved_after:
+            t0 = time.perf_counter()
+            solved = runner.run(self.rewarder.solved_prompts(a.skip_solved_after))
+            reward_time += time.perf_counter() - t0
         while True:
             rounds += 1
-            pairs = self.task.sample(self.rng, a.prompts_per_step - kept)
+            pairs, put_back = self.draw(a.prompts_per_step - kept, solved)
+            skipped += put_back
             rollout = sample(
                 self.policy,
                 [p for p, _ in pairs for _ in range(g)],
@@ -149,7 +202,10 @@ class GRPO:
             texts = decode_completions(self.policy, rollout)
             t0 = time.perf_counter()
             scored = self._score(
-                runner, [texts[i * g : (i + 1) * g] for i in range(len(pairs))], [r for _, r in pairs]
+                runner,
+                [texts[i * g : (i + 1) * g] for i in range(len(pairs))],
+                [r for _, r in pairs],
+                [prompt_id_of(self.task, p) for p, _ in pairs],
             )
             reward_time += time.perf_counter() - t0
             rewards += [r for r in scored.flat_rewards() if r is not None]
@@ -182,6 +238,8 @@ class GRPO:
             no_verdict=no_verdict,
             rounds=rounds,
             reward_time_s=reward_time,
+            skipped_solved=skipped,
+            solved_known=len(solved),
         )
 
     # --- one update --------------------------------------------------------------------------
@@ -232,6 +290,8 @@ class GRPO:
             chunk = [p for p, _ in pairs[i : i + 256]]
             rollout = sample(self.policy, chunk, max_new_tokens=self.args.max_new_tokens, greedy=True)
             texts += decode_completions(self.policy, rollout)
+        # No prompt ids: one greedy answer per held-out prompt is not a GRPO visit, and would
+        # count as a zero-variance visit in the service's statistics.
         scored = self._score(runner, [[t] for t in texts], [r for _, r in pairs])
         valid = [r for r in scored.flat_rewards() if r is not None]
         return {
@@ -302,6 +362,8 @@ class GRPO:
                     "step_time_s": time.perf_counter() - t0,
                     "reward_time_s": batch.reward_time_s,
                 }
+                if a.skip_solved_after:
+                    record.update(skipped_solved=batch.skipped_solved, solved_known=batch.solved_known)
                 if a.eval_every and (step % a.eval_every == 0 or step == a.steps):
                     record.update(self.evaluate(runner))
                     bar.set_postfix(acc=f"{record['accuracy']:.2f}", reward=f"{record['reward'] or 0:.2f}")
