@@ -223,3 +223,26 @@ async def test_replica_killed_under_load_loses_and_duplicates_nothing(cluster: C
     response = httpx.post(f"{cluster.url}/v1/groups", json={"groups": [_group(7).model_dump()]}, timeout=60)
     assert response.status_code == 200
     _check(7, GroupResult.model_validate(response.json()["groups"][0]))
+
+
+async def test_verl_reward_functions_over_the_handle(cluster: Cluster, single: BackgroundServer) -> None:
+    """verl pointed at `referee.deploy.verl_reward`: the batch form (verl's batch reward
+    manager, synchronous, called here from inside a running loop) and the awaited form (its
+    reward loop's concurrent per-sample calls, one grouped request per burst) give what the
+    HTTP adapter gives against the single-process service."""
+    from referee.deploy import verl_reward
+    from referee.trainer_adapter import verl
+
+    rows = devset("math").rows[:48]
+    args = (["math"] * len(rows), [r["response"] for r in rows], [r["gold"] for r in rows])
+    infos = [{"index": i, "split": "train"} for i in range(len(rows))]
+    expected = verl.compute_score_batch(*args, infos, url=single.url, verifier="math", return_dict=True)
+    batch = verl_reward.compute_score_batch(*args, infos, verifier="math", return_dict=True)
+    awaited = await asyncio.gather(
+        *(
+            verl_reward.compute_score_async(source, response, gold, info, verifier="math", return_dict=True)
+            for source, response, gold, info in zip(*args, infos, strict=True)
+        )
+    )
+    assert batch == expected and list(awaited) == expected
+    assert {round(r["score"]) for r in expected} == {0, 1}  # type: ignore[index]

@@ -6,6 +6,10 @@ names below (enforced by tests/test_layering.py); `trl`, `verl` and `grpo` are i
 their full module path, since trainers load them by that path.
 """
 
+from referee.trainer_adapter import verl
+from referee.trainer_adapter.connections import register_scheme
 from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, GroupScorer, group_advantages
 
-__all__ = ["GroupRewarder", "GroupRewards", "GroupScorer", "group_advantages"]
+# `verl` is exported for `referee.deploy.verl_reward`, which serves its functions over a Ray
+# Serve handle (`register_scheme("ray", ...)`).
+__all__ = ["GroupRewarder", "GroupRewards", "GroupScorer", "group_advantages", "register_scheme", "verl"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from referee.grouping import ChunkPolicy, Placement, Sample, group_samples, scatter_verdicts
@@ -31,6 +32,23 @@ _sync_clients: dict[tuple[int, str, str | None], Any] = {}
 _batchers: dict[tuple[int, int, str, str | None], SampleBatcher] = {}
 _lock: threading.Lock | None = None
 _lock_pid = -1
+
+
+# Connections other than HTTP, by URL scheme: `referee.deploy.verl_reward` registers `ray://`
+# (the Serve deployment's handle) when it is imported, so this package never imports `deploy`.
+# A factory takes (url, api_key) and returns an object with the client's `score_groups`.
+ConnectionFactory = Callable[[str, "str | None"], Any]
+_schemes: dict[str, tuple[ConnectionFactory, ConnectionFactory]] = {}
+
+
+def register_scheme(scheme: str, sync_factory: ConnectionFactory, async_factory: ConnectionFactory) -> None:
+    """Serve URLs `scheme://...` with these clients (sync: `Client`-like, async: `AsyncClient`-like)."""
+    _schemes[scheme] = (sync_factory, async_factory)
+
+
+def _scheme_factories(url: str) -> tuple[ConnectionFactory, ConnectionFactory] | None:
+    scheme, sep, _ = url.partition("://")
+    return _schemes.get(scheme) if sep else None
 
 
 def _process_lock() -> threading.Lock:
@@ -49,7 +67,9 @@ def sync_client(url: str, api_key: str | None) -> Any:
         if client is None:
             from referee.client import Client
 
-            client = _sync_clients[key] = Client(url, api_key=api_key)
+            factories = _scheme_factories(url)
+            made = factories[0](url, api_key) if factories else Client(url, api_key=api_key)
+            client = _sync_clients[key] = made
     return client
 
 
@@ -95,7 +115,10 @@ class SampleBatcher:
     def __init__(self, url: str, api_key: str | None, chunks: ChunkPolicy | None = None) -> None:
         from referee.client import AsyncClient
 
-        self.client = AsyncClient(url, api_key=api_key, chunks=chunks)
+        factories = _scheme_factories(url)
+        self.client = (
+            factories[1](url, api_key) if factories else AsyncClient(url, api_key=api_key, chunks=chunks)
+        )
         self._pending: list[tuple[Sample, asyncio.Future[Judged]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()  # strong references while in flight
