@@ -80,22 +80,23 @@ def _open_stats_store(settings: Settings, stats: Statistics | None) -> StatsStor
     return store
 
 
-async def _flush_statistics(stats: Statistics, store: StatsStore, every_s: float) -> None:
-    """Write changed statistics every `every_s`, in a thread; a failing disk is logged and
-    retried at the next tick (the records stay marked as changed)."""
-    while True:
-        await asyncio.sleep(every_s)
-        try:
-            await asyncio.to_thread(store.flush, stats)
-        except Exception as exc:
-            log.warning("stats_flush_failed", path=str(store.path), error=str(exc))
-
-
-async def _final_flush(stats: Statistics, store: StatsStore) -> None:
+async def _flush(stats: Statistics, store: StatsStore) -> None:
+    """Write changed statistics in a thread; a failing disk is logged, and the records stay
+    marked as changed for the next flush."""
     try:
         await asyncio.to_thread(store.flush, stats)
     except Exception as exc:
         log.warning("stats_flush_failed", path=str(store.path), error=str(exc))
+
+
+async def _flush_statistics(stats: Statistics, store: StatsStore, every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        await _flush(stats, store)
+
+
+async def _final_flush(stats: Statistics, store: StatsStore) -> None:
+    await _flush(stats, store)
     store.close()
 
 

@@ -32,9 +32,8 @@ from referee.audit import audit_html, audit_markdown
 from referee.errors import DomainError, ErrorKind
 from referee.service.auth import Auth, AuthError, Role
 from referee.service.routes_audits import MAX_KEPT, _jobs
-from referee.service.routes_stats import owner_label
+from referee.service.routes_stats import owner_label, stats_of
 from referee.service.ui_data import audit_rows, overview, verifier_rows
-from referee.stats import Statistics
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "referee_ui_key"
@@ -146,11 +145,6 @@ def _render(
     return templates.TemplateResponse(request, name, context, status_code=status_code, headers=HEADERS)
 
 
-def _stats(request: Request) -> Statistics | None:
-    stats: Statistics | None = getattr(request.app.state, "stats", None)
-    return stats
-
-
 # ---- pages ----------------------------------------------------------------------------------
 
 
@@ -160,7 +154,7 @@ async def overview_page(request: Request) -> Response:
     if viewer is None:
         return _to_login(request)
     return _render(
-        request, "overview.html", viewer, page="overview", **overview(_stats(request), viewer.owner)
+        request, "overview.html", viewer, page="overview", **overview(stats_of(request), viewer.owner)
     )
 
 
@@ -218,7 +212,7 @@ async def favicon() -> Response:
 @ui_router.get("/ui/fragments/overview", response_class=HTMLResponse)
 async def overview_fragment(request: Request) -> Response:
     viewer = _identify(request)
-    context = overview(_stats(request), viewer.owner)
+    context = overview(stats_of(request), viewer.owner)
     return _render(request, "_overview_data.html", viewer, **context)
 
 

@@ -215,10 +215,18 @@ class Statistics:
         self._evicted: set[PromptKey] = set()
         self._dirty_minutes: set[MinuteKey] = set()
 
+    def _minute(self) -> int:
+        """The start of the current minute (Unix time)."""
+        return int(self.clock() // 60) * 60
+
+    def _oldest_minute(self, minutes: int) -> int:
+        """The first minute of a window of `minutes` ending with the current one."""
+        return self._minute() - 60 * (minutes - 1)
+
     # ---- recording -----------------------------------------------------------------------
 
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
-        minute = int(self.clock() // 60) * 60
+        minute = self._minute()
         with self._lock:
             minutes = self._verifiers.get(verifier)
             if minutes is None:
@@ -301,7 +309,7 @@ class Statistics:
         # Never beyond the window kept (a verifier idle since keeps its expired minutes until
         # its next verdict).
         minutes = min(minutes, self.window_minutes)
-        oldest = int(self.clock() // 60) * 60 - 60 * (minutes - 1)
+        oldest = self._oldest_minute(minutes)
         stats = []
         with self._lock:
             window = {
@@ -348,7 +356,7 @@ class Statistics:
             self._dirty_prompts.clear()
             self._dirty_minutes.clear()
             self._evicted.clear()
-        oldest = int(self.clock() // 60) * 60 - 60 * (self.window_minutes - 1)
+        oldest = self._oldest_minute(self.window_minutes)
         return Dirty(prompts, evicted, minutes, oldest)
 
     def restore_dirty(self, dirty: Dirty) -> None:
@@ -364,7 +372,7 @@ class Statistics:
         minutes: Iterable[tuple[MinuteKey, MinuteBucket]],
     ) -> None:
         """Records read back at start-up; `prompts` least recently seen first."""
-        oldest = int(self.clock() // 60) * 60 - 60 * (self.window_minutes - 1)
+        oldest = self._oldest_minute(self.window_minutes)
         with self._lock:
             for key, record in prompts:
                 self._prompts[key] = record
