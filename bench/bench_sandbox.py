@@ -12,7 +12,8 @@ Baselines, each with one worker per core:
   (b) the physical limit: every test forked from a warm host interpreter that execs the
       program (no sandbox, no container, no judge).
 Targets (issue 11): sustained >= 2x (a) and >= 0.3x (b); a single program's latency (its N
-tests, one after the other) <= 2x (a)'s. C++ is reported too, compile time apart.
+tests, one after the other) <= 2x (a)'s. Function-call tests (the harness) and C++ (compile
+time apart) are reported too.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def distinct(program: str, comment: str) -> list[str]:
     return [f"{program}{comment} sample {i}\n" for i in range(GROUP)]
 
 
+FUNCTION_PROGRAM = "def add(a, b):\n    return a + b\n"
 CPP_PROGRAM = '#include <cstdio>\nint main(){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);}\n'
 GROUP = 16
 CORES = os.cpu_count() or 1
@@ -51,6 +53,11 @@ CORES = os.cpu_count() or 1
 def reference(n: int, language: str = "python") -> dict[str, Any]:
     tests = [{"input": f"{i} 1\n", "output": f"{i + 1}\n"} for i in range(n)]
     return {"language": language, "tests": tests}
+
+
+def function_reference(n: int) -> dict[str, Any]:
+    tests = [{"fn_name": "add", "args": [i, 1], "expected": i + 1} for i in range(n)]
+    return {"language": "python", "test_format": "function", "tests": tests}
 
 
 # -- (a) a fresh host python3 per test ---------------------------------------------------------
@@ -160,6 +167,16 @@ async def sandbox_figures(args: argparse.Namespace) -> dict[str, float]:
             assert all(c.score == 1.0 for c in checks), checks[0]
         figures["sustained_tests_per_s"] = args.groups * GROUP * args.tests / (time.perf_counter() - start)
         figures["reused_share"] = (pool.stats["reused"] - reused_before) / (args.groups * GROUP)
+        # Function-call tests (MBPP/LeetCode style: the harness calls the entry point): the
+        # same sustained workload, 10 calls per program, each a test of its own.
+        function = verifier.prepare(verifier.validate_reference(function_reference(args.tests)), opts)
+        await pool.until_warm()
+        start = time.perf_counter()
+        for _ in range(args.function_groups):
+            checks = await verifier.check_group(distinct(FUNCTION_PROGRAM, "#"), function, opts, resources)
+            assert all(c.score == 1.0 for c in checks), checks[0]
+        wall = time.perf_counter() - start
+        figures["function_tests_per_s"] = args.function_groups * GROUP * args.tests / wall
         # C++: the same workload, compile time reported apart.
         cpp = verifier.prepare(verifier.validate_reference(reference(args.tests, "cpp")), opts)
         await pool.until_warm()
@@ -183,6 +200,7 @@ async def sandbox_figures(args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--groups", type=int, default=12, help="Python groups of 16 programs, back to back")
+    parser.add_argument("--function-groups", type=int, default=4, help="Python function-test groups")
     parser.add_argument("--cpp-groups", type=int, default=4, help="C++ groups of 16 programs")
     parser.add_argument("--tests", type=int, default=10, help="trivial tests per program")
     parser.add_argument("--rounds", type=int, default=10, help="single-program latency samples")
@@ -204,6 +222,10 @@ def main() -> None:
     print(
         f"single program, {args.tests} tests one by one: sandbox {box['single_s'] * 1000:.0f} ms, "
         f"(a) {fresh_single * 1000:.0f} ms = {box['single_s'] / fresh_single:.2f}x  (target <= 2)"
+    )
+    print(
+        f"Python function tests ({args.function_groups} groups, the harness calls the entry point): "
+        f"{box['function_tests_per_s']:.0f} tests/s"
     )
     print(
         f"C++ {args.cpp_groups} groups: {box['cpp_tests_per_s']:.0f} tests/s with compiles, "

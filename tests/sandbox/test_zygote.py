@@ -39,6 +39,10 @@ facts = {
     "stdin": [sys.stdin.encoding, sys.stdin.errors], "stdout": [sys.stdout.encoding, sys.stdout.errors],
     "stderr_line_buffering": sys.stderr.line_buffering, "stdout_tty": sys.stdout.isatty(),
     "cwd": os.getcwd(), "input": input(), "exit_builtin": callable(exit),
+    "seekable": [sys.stdin.seekable(), sys.stdout.seekable(), sys.stderr.seekable()],
+    "buffer_sizes": [s.buffer.raw._blksize for s in (sys.stdin, sys.stdout, sys.stderr)],
+    "open_fds": sorted(os.listdir('/proc/self/fd')), "work_dir": sorted(os.listdir('.')),
+    "environ": dict(os.environ),
     "parent": parent_cmdline(),
 }
 print(json.dumps(facts))
@@ -121,3 +125,25 @@ async def test_the_template_holds_no_test_and_tests_are_independent(one_containe
     assert len(outputs) == 4
     assert all(out[0] == "[]" for out in outputs), outputs
     assert len({out[1] for out in outputs}) == 4  # four different random streams
+
+
+async def test_tests_load_the_compiled_code_and_run_the_same_without_it(one_container: SandboxPool) -> None:
+    """The compile step leaves the program's compiled code for its tests (a sealed memfd the
+    program never sees, see PROBE's open_fds). When it cannot (here: the marshalled code is over
+    the file size limit), each test compiles the source itself, with the same outcome."""
+    big = "x" * (1536 << 10)
+    source = f"BIG = {big!r}\nimport os\nprint(len(BIG), sorted(os.listdir('.')), input())\n"
+    limits = replace(Limits.from_settings(one_container.settings), file_size_mb=1)
+    for stdins, lim in (([b"a\n", b"b\n"], limits), ([b"c\n"], Limits.from_settings(one_container.settings))):
+        tests = tuple(TestInput(stdin=s) for s in stdins)
+        result = await one_container.run(Job(PYTHON, "stdio", source.encode(), tests, lim))
+        assert result.compile_ok
+        for run, stdin in zip(result.tests, stdins, strict=True):
+            assert run is not None and run.status == "exited" and run.exit_code == 0, run
+            assert run.stdout.decode() == f"{len(big)} ['sol.py'] {stdin.decode().strip()}\n"
+
+
+async def test_a_syntax_error_is_reported_as_before(one_container: SandboxPool) -> None:
+    result = await one_container.run(job(one_container, "print(1\n", [b""]))
+    assert not result.compile_ok
+    assert "SyntaxError" in result.compile_output and result.tests == [None]

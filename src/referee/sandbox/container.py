@@ -98,7 +98,8 @@ class SandboxContainer:
             if remaining <= 0:
                 raise StreamLost("the supervisor did not answer in time")
             try:
-                alive = await asyncio.wait_for(self._read_frames(), remaining)
+                async with asyncio.timeout(remaining):  # no task per read, unlike wait_for
+                    alive = await self._read_frames()
             except TimeoutError as exc:
                 raise StreamLost("the supervisor did not answer in time") from exc
             except OSError as exc:

@@ -28,19 +28,31 @@ CPP_PRECOMPILED_HEADER = (
 # Python's "compile" step: parse only (nothing of the program runs), in a child process under
 # the compile limits like any compiler, so a syntax bomb (a literal or f-string that explodes
 # the parser in time or memory) is the program's compile_error, never a stuck judge.
+# It also leaves the compiled code, marshalled, in PYTHON_CODE_CACHE: every test then loads it
+# instead of compiling the source again (compiling is most of a trivial test's CPU in a fork).
+# Compiled exactly as the interpreter compiles a script (absolute path, no inherited flags);
+# a cache that cannot be written (over the file size limit) is simply not used.
+PYTHON_CODE_CACHE = ".sol.code"
 PYTHON_SYNTAX_CHECK = (
     "python3",
     "-I",
     "-S",
     "-B",
     "-c",
-    "import sys\n"
+    "import marshal, os, sys\n"
     "src = open(sys.argv[1], 'rb').read()\n"
     "try:\n"
-    "    compile(src, sys.argv[1], 'exec', dont_inherit=True)\n"
+    "    code = compile(src, os.path.abspath(sys.argv[1]), 'exec', dont_inherit=True)\n"
     "except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:\n"
-    "    sys.exit(f'{type(exc).__name__}: {exc}')\n",
+    "    sys.exit(f'{type(exc).__name__}: {exc}')\n"
+    "try:\n"
+    "    data = marshal.dumps(code)\n"
+    "    with open(sys.argv[2], 'wb') as handle:\n"
+    "        handle.write(data)\n"
+    "except (OSError, ValueError, MemoryError):\n"
+    "    pass\n",
     "sol.py",
+    PYTHON_CODE_CACHE,
 )
 
 
@@ -56,6 +68,9 @@ class Language:
     # Files produced by `compile` that every test needs (kept by the supervisor, re-written
     # into a fresh work dir before each test).
     artifacts: tuple[str, ...] = ()
+    # A file `compile` may leave with the program's compiled code (Python: marshalled); the
+    # supervisor keeps it out of the work dir and hands it to each test (see supervisor.py).
+    code_cache: str | None = None
     # Test formats besides stdio, and the command that runs one such test.
     harness: tuple[str, ...] | None = None
     formats: frozenset[str] = field(default_factory=lambda: frozenset({"stdio"}))
@@ -86,6 +101,7 @@ LANGUAGES: dict[str, Language] = {
             # -I: no user site, no PYTHON* variables; it also halves start-up (12 -> 7 ms).
             run=("python3", "-I", "sol.py"),
             compile=PYTHON_SYNTAX_CHECK,
+            code_cache=PYTHON_CODE_CACHE,
             harness=PYTHON_HARNESS,
             formats=frozenset({"stdio", "function", "assert"}),
             memory_markers=(b"MemoryError",),

@@ -41,6 +41,13 @@ PER_TEST_SLACK_S = 3.0
 MAX_TEST_ATTEMPTS = 2
 # Output kept per test once it has been judged (for the verdict's details).
 KEPT_BYTES = 512
+# A test whose output (base64, as it arrived) is at most this is decoded and judged on the event
+# loop: microseconds, against a thread hop per test that costs more than the judging itself.
+INLINE_JUDGE_BYTES = 4096
+
+
+def _output_size(msg: dict[str, Any]) -> int:
+    return sum(len(msg.get(key) or "") for key in ("stdout", "stderr", "result"))
 
 
 def _finish_test(job: Job, index: int, msg: dict[str, Any]) -> TestRun:
@@ -417,7 +424,8 @@ class SandboxPool:
                 result.compile_time_s = float(msg.get("time_s") or 0.0)
             elif kind == "test":
                 index = int(msg["index"])
-                if job.judge is not None:  # decode + judge (up to MBs of output) off the event loop
+                if job.judge is not None and _output_size(msg) > INLINE_JUDGE_BYTES:
+                    # decode + judge (up to MBs of output) off the event loop
                     result.tests[index] = await asyncio.to_thread(_finish_test, job, index, msg)
                 else:
                     result.tests[index] = _finish_test(job, index, msg)

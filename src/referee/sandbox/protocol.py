@@ -124,6 +124,7 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
         "source_file": lang.source_file,
         "compile": list(lang.compile) if lang.compile else None,
         "artifacts": list(lang.artifacts),
+        "code_cache": lang.code_cache,
         "run": list(lang.run),
         "harness": list(PYTHON_TESTER) if job.mode == "script" else list(lang.harness or ()) or None,
         "mode": job.mode,

@@ -32,6 +32,7 @@ a wakeup fd, feeds stdin, drains stdout/stderr with caps, and enforces the wall 
 import base64
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -68,6 +69,8 @@ ZYGOTE = ("/usr/bin/python3", "-I", "/opt/referee/zygote.py")
 ZYGOTE_FLAGS = frozenset({"-I", "-S", "-B"})
 ZYGOTE_REPLY_TIMEOUT_S = 10.0
 SAMPLE_INTERVAL_S = 0.005  # how often a running test's memory (the whole tree) is sampled
+CODE_CACHE_MAX_BYTES = 16 << 20  # a larger compiled program is compiled by each test instead
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def send(msg):
@@ -81,41 +84,78 @@ def b64(data):
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
+class KeptFile:
+    """A kernel status file (cgroup, /proc) opened once and re-read from its start with pread
+    each time: a test reads a dozen of them, and opening is most of what reading them costs.
+    The first of `paths` that opens is used (cgroup v1 names, then v2); when none does, it
+    is not tried again."""
+
+    def __init__(self, *paths):
+        self.paths = paths
+        self.fd = None
+        self.missing = False
+
+    def text(self):
+        """The whole file as it reads now, or None."""
+        for _ in range(2):  # a read that fails on a kept fd reopens once
+            if self.fd is None and not self.missing:
+                self.fd = self.open()
+            if self.fd is None:
+                return None
+            try:
+                chunks, offset = [], 0
+                while chunk := os.pread(self.fd, CHUNK, offset):
+                    chunks.append(chunk)
+                    offset += len(chunk)
+                return b"".join(chunks).decode("ascii", "replace")
+            except OSError:
+                os.close(self.fd)
+                self.fd = None
+        return None
+
+    def open(self):
+        for path in self.paths:
+            try:
+                return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+        self.missing = True
+        return None
+
+    def first_int(self):
+        try:
+            return int((self.text() or "").split()[0])
+        except (ValueError, IndexError):
+            return None
+
+
+OOM_EVENTS = KeptFile(*OOM_FILES)
+PEAK = KeptFile(*CGROUP_PEAK)
+USAGE = KeptFile(*CGROUP_USAGE)
+STATM = KeptFile("/proc/self/statm")  # this process's, whoever reads the kept fd
+SYSV_TABLES = {table: KeptFile(table) for table in SYSV_IPC}
+RLIMITS = tuple(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
+
+
 def read_oom_kills():
     """The memory cgroup's OOM-kill counter (cgroup v1 oom_control or v2 memory.events)."""
-    for path in OOM_FILES:
-        try:
-            with open(path) as handle:
-                for line in handle:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except OSError:
-            continue
-    return None
-
-
-def read_int(paths):
-    for path in paths:
-        try:
-            with open(path) as handle:
-                return int(handle.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
+    for line in (OOM_EVENTS.text() or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill":
+            return int(value)
     return None
 
 
 def self_rss_kb():
     try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * PAGE_KB
-    except (OSError, ValueError, IndexError):
+        return int((STATM.text() or "").split()[1]) * PAGE_KB
+    except (ValueError, IndexError):
         return 0
 
 
 def self_state():
     """What a same-uid process could change about PID 1 from outside (see module doc)."""
-    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_"))
+    limits = tuple(resource.getrlimit(limit) for limit in RLIMITS)
     return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
 
 
@@ -131,6 +171,9 @@ class Supervisor:
         self.baseline = self_state()
         self.peak_rss_kb = 0  # max ru_maxrss of every process reaped during the current run
         self.zygote = Zygote()
+        # True when kill_everything last found no other process and none was started since
+        # (every process here is started by this one: ChildRun.start, as_uid).
+        self.settled = False
 
     def note_rusage(self, rusage):
         self.peak_rss_kb = max(self.peak_rss_kb, rusage.ru_maxrss)
@@ -161,10 +204,13 @@ class Supervisor:
         and cannot be escaped by setsid/double-fork. With it, a helper that has become `uid`
         calls kill(-1): that reaches exactly the processes of `uid` (a candidate can never
         change its uid), and never the template. Either way, repeated until none is left."""
+        if self.settled:  # nothing was started since the last check found no process
+            return True
         deadline = time.monotonic() + REAP_GRACE_S
         while True:
             self.reap()
             if not other_processes(self.zygote.pid):
+                self.settled = True
                 return True
             if self.zygote.pid is None or self.as_uid(uid, kill_all_of_mine, REAP_GRACE_S) is None:
                 # No template, or no helper (a fork bomb holds every pid): kill(-1) from here;
@@ -173,6 +219,7 @@ class Supervisor:
                     os.kill(-1, signal.SIGKILL)
             self.reap()
             if not other_processes(self.zygote.pid):
+                self.settled = True
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -184,6 +231,7 @@ class Supervisor:
 
         Such a child is as exposed as any candidate process (same uid), so it is waited for
         with a deadline and killed from here if a candidate stopped it."""
+        self.settled = False
         try:
             pid = os.fork()
         except OSError:
@@ -252,16 +300,28 @@ class Supervisor:
         os._exit(127)
 
     def run(
-        self, argv, env, limits, uid, stdin_data, timeout_s, out_cap, err_keep, spec=None, result_cap=None
+        self,
+        argv,
+        env,
+        limits,
+        uid,
+        stdin_data,
+        timeout_s,
+        out_cap,
+        err_keep,
+        spec=None,
+        result_cap=None,
+        code_fd=None,
     ):
-        """Run one child as `uid` to completion; return the raw facts of how it ended."""
+        """Run one child as `uid` to completion; return the raw facts of how it ended.
+        `code_fd`: the program's compiled code (take_code_cache), for a child of the template."""
         child = ChildRun(self, stdin_data, out_cap, err_keep, spec, result_cap)
         oom_before = read_oom_kills()
         self.peak_rss_kb = 0
         sup_rss_before = self_rss_kb()
-        cg_peak_before, cg_usage_before = read_int(CGROUP_PEAK), read_int(CGROUP_USAGE)
+        cg_peak_before, cg_usage_before = PEAK.first_int(), USAGE.first_int()
         started = time.monotonic()
-        child.start(argv, env, limits, uid)
+        child.start(argv, env, limits, uid, code_fd)
         child.pump(started + timeout_s)
         # The verdict is decided by the main process: whatever it left behind dies now,
         # before we read what is still buffered in the pipes.
@@ -302,7 +362,7 @@ class Supervisor:
         if cg_usage_before is None:
             return None
         peaks = [p for p in (sampled_peak,) if p is not None]
-        cg_peak_after = read_int(CGROUP_PEAK)
+        cg_peak_after = PEAK.first_int()
         if cg_peak_before is not None and cg_peak_after is not None and cg_peak_after > cg_peak_before:
             peaks.append(cg_peak_after)
         if not peaks:
@@ -444,13 +504,15 @@ def empty_dir(top):
 def sysv_objects():
     """(table, id, owner uid) of every System V IPC object in this container's namespace."""
     found = []
-    for table in SYSV_IPC:
-        with contextlib.suppress(OSError), open(table) as handle:
-            header = handle.readline().split()
-            id_col, uid_col = header.index(SYSV_ID_COLUMN[table]), header.index("uid")
-            for line in handle:
-                fields = line.split()
-                found.append((table, int(fields[id_col]), int(fields[uid_col])))
+    for table, kept in SYSV_TABLES.items():
+        lines = (kept.text() or "").splitlines()
+        if not lines:
+            continue
+        header = lines[0].split()
+        id_col, uid_col = header.index(SYSV_ID_COLUMN[table]), header.index("uid")
+        for line in lines[1:]:
+            fields = line.split()
+            found.append((table, int(fields[id_col]), int(fields[uid_col])))
     return found
 
 
@@ -544,12 +606,17 @@ class Zygote:
             self.sock.close()
         self.pid = self.sock = None
 
-    def spawn(self, argv, env, limits, fds, uid):
-        """Fork a child of the template that runs `argv` as `uid` on `fds`; its pid, or None."""
+    def spawn(self, argv, env, limits, fds, uid, code_fd=None):
+        """Fork a child of the template that runs `argv` as `uid` on `fds`; its pid, or None.
+        With `code_fd`, the child reads the script's compiled code from it (then closes it)
+        instead of compiling the script."""
         if self.pid is None or self.sock is None:
             self.start()
         sock = self.sock
         cmd = {"argv": list(argv), "env": env, "limits": limits, "uid": uid}
+        if code_fd is not None:
+            cmd["code_fd"] = len(fds)
+            fds = [*fds, code_fd]
         try:
             if sock is None:
                 raise OSError("no template")
@@ -611,10 +678,11 @@ class ChildRun:
         self.pipes.extend((r, w))
         return r, w
 
-    def start(self, argv, env, limits, uid):
+    def start(self, argv, env, limits, uid, code_fd=None):
+        self.sup.settled = False
         fds = [self.in_r, self.out_w, self.err_w, *self.extra]
         if zygote_eligible(argv):
-            self.pid = self.sup.zygote.spawn(argv, env, limits, fds, uid)
+            self.pid = self.sup.zygote.spawn(argv, env, limits, fds, uid, code_fd)
             self.forked = self.pid is not None
         if self.pid is None:
             self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra, uid)
@@ -696,7 +764,7 @@ class ChildRun:
                 return True
 
     def sample_memory(self):
-        usage = read_int(CGROUP_USAGE)
+        usage = USAGE.first_int()
         if usage is not None and (self.usage_peak is None or usage > self.usage_peak):
             self.usage_peak = usage
 
@@ -755,10 +823,11 @@ class Requests:
 
 def compile_program(sup, req, uid, files):
     """The request's compile step (a compiler, or Python's parse-only check) as `uid`, under
-    the compile limits. Returns the `compiled` message; on success `files` gains artifacts."""
+    the compile limits. Returns the `compiled` message and the compiled code it left (see
+    take_code_cache) or None; on success `files` gains artifacts."""
     compiled = {"type": "compiled", "ok": True, "time_s": 0.0, "output": ""}
     if not req.get("compile"):
-        return compiled
+        return compiled, None
     sup.reset_scratch(uid, files)
     limits = child_limits(req, req["compile_timeout_s"], req["file_size_mb"])
     res = sup.run(req["compile"], req["env"], limits, uid, b"", req["compile_timeout_s"], 1 << 16, 1 << 16)
@@ -775,7 +844,44 @@ def compile_program(sup, req, uid, files):
     compiled.update(
         ok=ok, time_s=res["time_s"], output=(reason + "\n" + out.decode("utf-8", "replace"))[-8192:]
     )
-    return compiled
+    code_fd = take_code_cache(req["code_cache"]) if ok and req.get("code_cache") else None
+    return compiled, code_fd
+
+
+def take_code_cache(name):
+    """The compiled code the compile step left in the work dir (`name`), in a sealed memfd
+    that every test of the program can read and none can change; None when there is none.
+
+    The file never reaches a test (the scrub before the first test removes it: it is not one
+    of `files`), so /work looks to the program exactly as it does to `python3 sol.py`. Its
+    content is the compiler's alone: no code of the program has run when it is written (a
+    fresh uid, nothing else of it alive), and only that program's own tests ever load it."""
+    try:
+        fd = os.open(os.path.join(WORK, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > CODE_CACHE_MAX_BYTES:
+            return None
+        data = os.read(fd, info.st_size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        sealed = os.memfd_create("referee-code", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except OSError:
+        return None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(sealed, view) :]
+        fcntl.fcntl(sealed, fcntl.F_ADD_SEALS, SEALS)
+    except OSError:
+        os.close(sealed)
+        return None
+    return sealed
 
 
 def serve(sup, req, uid):
@@ -783,7 +889,15 @@ def serve(sup, req, uid):
     no longer be trusted (the host then re-runs the remaining tests elsewhere)."""
     source = base64.b64decode(req["source"])
     files = {req["source_file"]: (source, 0o644)}
-    compiled = compile_program(sup, req, uid, files)
+    compiled, code_fd = compile_program(sup, req, uid, files)
+    try:
+        return serve_tests(sup, req, uid, files, compiled, code_fd)
+    finally:
+        if code_fd is not None:
+            os.close(code_fd)
+
+
+def serve_tests(sup, req, uid, files, compiled, code_fd):
     send(compiled)
     if not compiled["ok"]:
         send({"type": "done"})
@@ -805,6 +919,7 @@ def serve(sup, req, uid):
             req["stderr_bytes"],
             spec=spec,
             result_cap=req.get("result_bytes"),
+            code_fd=code_fd if req["mode"] == "stdio" else None,
         )
         res["tampered"] = self_state() != sup.baseline
         limit_kb = req.get("memory_mb", 0) << 10

@@ -7,10 +7,15 @@ runs; a fork of an interpreter that already started costs well under 1 ms. At RL
 
 What it holds: nothing secret. It is exec'd by the supervisor before any request is read, and
 afterwards only ever receives the command of the next child (argv, environment, rlimits, uid,
-and the child's pipes as file descriptors): never a program, a test, an input or an expected
-output. A candidate forked from it finds a pristine interpreter: the same flags (-I), fresh
-standard streams on its own pipes, `__main__` a new module, `sys.argv` as `python3` would set
-it, the environment of the request.
+and the child's pipes as file descriptors, with, for a script, a sealed memfd holding the
+script's compiled code, which only the child reads): never a program's text, a test, an input
+or an expected output. A candidate forked from it finds a pristine interpreter: the same flags
+(-I), standard streams on its own pipes that nothing has used, `__main__` a new module,
+`sys.argv` as `python3` would set it, the environment of the request.
+
+What a child does not redo (most of a trivial test's CPU was copy-on-write faults and
+compiling): the standard streams are made once here, the program was compiled once by the
+compile step (supervisor.take_code_cache), the image's harness scripts were compiled into it.
 
 Isolation is the supervisor's: the child drops to the program's uid exactly as a spawned
 process does (rlimits first, then setgroups/setresgid/setresuid, dumpable again so its own
@@ -29,6 +34,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import marshal
 import os
 import resource
 import signal
@@ -45,6 +51,12 @@ PRCTL = ctypes.CDLL(None, use_errno=True).prctl
 # the template was started with -I; -B is honoured per child; -S changes nothing a program
 # depends on (site is imported either way, so exit() and quit() exist as in `python3 -I`).
 FLAGS = frozenset({"-I", "-S", "-B"})
+STREAMS: dict = {}  # pristine_streams(), made once at start
+# The image's own scripts a command may run (the test harnesses): their code, loaded once at
+# start from the bytecode compiled into the read-only image, is the same for every child.
+TRUSTED_SCRIPTS = ("/opt/referee/harness.py", "/opt/referee/tester.py")
+TRUSTED_CODE: dict = {}
+START_ENV: dict = {}  # the template's environment, which most commands ask for
 
 
 def main():
@@ -53,6 +65,9 @@ def main():
     # resets nothing. Nobody but the supervisor may signal this process anyway (uid 0).
     PRCTL(PR_SET_DUMPABLE, 0, 0, 0, 0)
     control = socket.socket(fileno=CONTROL_FD)
+    STREAMS.update(pristine_streams())
+    START_ENV.update(os.environ)
+    TRUSTED_CODE.update(trusted_code())
     gc.collect()
     gc.freeze()  # the heap stays shared with every child (no copy-on-write by the collector)
     while True:
@@ -95,29 +110,88 @@ def child(cmd, fds, control):
         os.write(oom, b"1000")
         os.close(oom)
         os.chdir(WORK)
-        os.environ.clear()
-        os.environ.update(cmd["env"])
-        fresh_streams()
+        code = load_code(cmd.get("code_fd"))  # as the program's uid: the bytes came from it
+        if cmd["env"] != START_ENV:  # the usual case is the template's own environment
+            os.environ.clear()
+            os.environ.update(cmd["env"])
+        for name, stream in STREAMS.items():
+            setattr(sys, name, stream)
+            setattr(sys, f"__{name}__", stream)
     except BaseException as exc:
         with contextlib.suppress(BaseException):
             os.write(2, f"sandbox: cannot start {cmd['argv'][0]}: {exc!r}\n".encode())
         os._exit(127)
-    os._exit(run_python(cmd["argv"]))
+    os._exit(run_python(cmd["argv"], code))
 
 
-def fresh_streams():
-    """New sys.std* on fds 0-2, configured as the interpreter configures them for pipes."""
+def pristine_streams():
+    """sys.std* for fds 0-2 as the interpreter configures them for pipes, made once, before
+    any fork: every child gets them untouched (copy-on-write), so a test does not pay for
+    three new stream stacks (most of the copy-on-write faults a trivial test used to take).
+
+    They are made while 0-2 are pipes, so what they find out about their fd at creation
+    (not seekable, not a tty, a pipe's block size) is what they would find in the child; the
+    template's own fds are put back afterwards and the streams are never used here."""
     like = {name: getattr(sys, f"__{name}__") for name in ("stdin", "stdout", "stderr")}
-    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
-        old = like[name]
-        buffering = 1 if old.line_buffering else -1
-        stream = open(fd, mode, buffering, encoding=old.encoding, errors=old.errors, closefd=False)  # noqa: SIM115
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    read_end, write_end = os.pipe()
+    streams = {}
+    try:
+        for fd, end in ((0, read_end), (1, write_end), (2, write_end)):
+            os.dup2(end, fd)
+        for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+            old = like[name]
+            buffering = 1 if old.line_buffering else -1
+            stream = open(fd, mode, buffering, encoding=old.encoding, errors=old.errors, closefd=False)  # noqa: SIM115
+            stream.seekable()  # cached by the raw file now, while fd is a pipe
+            streams[name] = stream
+    finally:
+        for fd, copy in zip((0, 1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(read_end)
+        os.close(write_end)
+    return streams
 
 
-def run_python(argv):
-    """What `python3 <flags> (script | -c code) args` does from here on; returns the exit code."""
+def trusted_code():
+    """{script path: code} from the image's __pycache__ (`compileall` at build time). Loaded,
+    not compiled here: compiling would leave the parser's garbage in this process, which every
+    fork copies and the container's memory limit counts. A missing or foreign file: that script
+    is compiled by each child, as before."""
+    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
+    found = {}
+    for path in TRUSTED_SCRIPTS:
+        folder, name = os.path.split(path)
+        cached = os.path.join(folder, "__pycache__", f"{name[:-3]}.{sys.implementation.cache_tag}.pyc")
+        with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+            with open(cached, "rb") as handle:
+                data = handle.read()
+            code = marshal.loads(data[16:]) if data[:4] == magic else None
+            if type(code) is types.CodeType and code.co_filename == path:
+                found[path] = code
+    return found
+
+
+def load_code(fd):
+    """The script's compiled code from the supervisor's sealed memfd on `fd` (closed before
+    anything of the program runs), or None: then the script is compiled as usual."""
+    if fd is None:
+        return None
+    try:
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        code = marshal.loads(data)
+    except Exception:
+        code = None
+    finally:
+        os.close(fd)
+    return code if type(code) is types.CodeType else None
+
+
+def run_python(argv, code=None):
+    """What `python3 <flags> (script | -c code) args` does from here on; returns the exit code.
+    `code`: the script's code as compiling it here would make it (used when it is for that
+    script: same file name)."""
     rest = list(argv[1:])
     while rest and rest[0] in FLAGS:
         if rest.pop(0) == "-B":
@@ -126,16 +200,20 @@ def run_python(argv):
     main.__dict__["__builtins__"] = builtins
     try:
         if rest[0] == "-c":
-            filename, source = "<string>", rest[1]
+            filename, source, code = "<string>", rest[1], None
             sys.argv = ["-c", *rest[2:]]
         else:
             filename = os.path.abspath(rest[0])  # as the interpreter has it since 3.9
             sys.argv = rest
             main.__file__ = filename
-            with open(filename, "rb") as handle:
-                source = handle.read()
+            if code is None or code.co_filename != filename:
+                code = TRUSTED_CODE.get(filename)
+            if code is None:
+                with open(filename, "rb") as handle:
+                    source = handle.read()
         sys.modules["__main__"] = main
-        code = compile(source, filename, "exec", dont_inherit=True)  # safe: sandbox only
+        if code is None:
+            code = compile(source, filename, "exec", dont_inherit=True)  # safe: sandbox only
         exec(code, main.__dict__)  # safe: runs only inside the sandbox container  # noqa: S102
         status = 0
     except SystemExit as exc:
