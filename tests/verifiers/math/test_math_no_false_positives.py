@@ -182,3 +182,71 @@ def test_a_choice_letter_with_arithmetic_or_another_letter_never_scores_one(
             assert verifier.score(f"The answer is {hedge}.", gold_text).score == 0.0, hedge
         assert verifier.score(f"The correct option is ({other}).", gold_text).score == 0.0
     assert verifier.score(f"The correct option is ({gold}).", gold_text).score == 1.0
+
+
+Matrix = list[list[int]]
+entries = st.integers(-4, 4)
+
+
+def _pmatrix(rows: Matrix) -> str:
+    return "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(map(str, row)) for row in rows) + "\\end{pmatrix}"
+
+
+def _matrices(m: int, n: int) -> st.SearchStrategy[Matrix]:
+    return st.lists(st.lists(entries, min_size=n, max_size=n), min_size=m, max_size=m)
+
+
+@SETTINGS
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.data())
+def test_matrix_arithmetic_scores_one_exactly_when_the_result_is_the_gold(
+    m: int, n: int, p: int, data: st.DataObject
+) -> None:
+    """Policy rule 30: products in the order written, sums, differences; the gold is the true
+    result or that result with one entry off by one (or another product's result)."""
+    a, b, c = data.draw(_matrices(m, n)), data.draw(_matrices(n, p)), data.draw(_matrices(m, n))
+    product = [[sum(a[i][k] * b[k][j] for k in range(n)) for j in range(p)] for i in range(m)]
+    total = [[a[i][j] + c[i][j] for j in range(n)] for i in range(m)]
+    results = {
+        f"{_pmatrix(a)} {_pmatrix(b)}": product,
+        f"{_pmatrix(a)} \\cdot {_pmatrix(b)}": product,
+        f"{_pmatrix(a)} + {_pmatrix(c)}": total,
+    }
+    gold = data.draw(st.sampled_from([product, total]), label="gold")
+    if data.draw(st.booleans(), label="perturbed"):
+        i, j = data.draw(st.integers(0, len(gold) - 1)), data.draw(st.integers(0, len(gold[0]) - 1))
+        gold = [row[:] for row in gold]
+        gold[i][j] += data.draw(st.sampled_from([-1, 1]))
+
+    def vector(rows: Matrix) -> list[int] | None:  # a row or column vector is its tuple (rule 9)
+        return [x for row in rows for x in row] if len(rows) == 1 or len(rows[0]) == 1 else None
+
+    for written, value in results.items():
+        same = value == gold or (vector(value) is not None and vector(value) == vector(gold))
+        check = verifier.score(f"\\boxed{{{written}}}", _pmatrix(gold))
+        assert check.score == float(same), (written, gold, check.details)
+
+
+@SETTINGS
+@given(st.lists(st.integers(-9, 9), min_size=2, max_size=4), st.data())
+def test_a_bare_list_equals_an_ordered_gold_only_in_order(items: list[int], data: st.DataObject) -> None:
+    """Policy rule 29: `1, 3` and `{1,3}` are the tuple `(1,3)` (or `x=1, y=3`) in that order only;
+    boxes joined by "and" likewise (rule 32), boxes joined by "or" never."""
+    shown = data.draw(st.permutations(items), label="response order")
+    names = "xyzw"
+    gold = data.draw(
+        st.sampled_from(
+            [
+                "(" + ", ".join(map(str, items)) + ")",
+                ", ".join(f"{names[k]}={x}" for k, x in enumerate(items)),
+            ]
+        ),
+        label="gold",
+    )
+    same = float(list(shown) == items)
+    listed = ", ".join(map(str, shown))
+    for response in (f"\\boxed{{{listed}}}", f"\\boxed{{{{{listed}}}}}", f"The answer is ${listed}$."):
+        assert verifier.score(response, gold).score == same, (gold, response)
+    boxes = [f"$\\boxed{{{x}}}$" for x in shown]
+    if len(set(shown)) > 1:
+        assert verifier.score(" and ".join(boxes) + ".", gold).score == same, (gold, boxes)
+        assert verifier.score(" or ".join(boxes) + ".", gold).score == 0.0, (gold, boxes)

@@ -15,6 +15,7 @@ from referee.verifiers.math._numeric import (
     round_half_up,
 )
 from referee.verifiers.math._sets import Undecided, canonical, same_parts
+from referee.verifiers.math._tree import infinity_sign
 from referee.verifiers.math._values import (
     Assign,
     Assigns,
@@ -152,10 +153,23 @@ def _equation_of(value: Value) -> Expr | None:
     return None
 
 
+def _same_sides(gold: Value, got: Value) -> str | None:
+    """Two equations with equal sides, in either order: the same equation even where neither
+    has a value to test proportionality with (`\\sum_{k=1}^{n} k = S_n`)."""
+    if not (isinstance(gold, Equation) and isinstance(got, Equation)):
+        return None
+    for lhs, rhs in ((got.lhs, got.rhs), (got.rhs, got.lhs)):
+        if exprs_equal(gold.lhs, lhs) is not None and exprs_equal(gold.rhs, rhs) is not None:
+            return "equation"
+    return None
+
+
 def values_equal(gold: Value, got: Value, policy: EqualityRules) -> str | None:
     if isinstance(gold, Equation) or isinstance(got, Equation):
         f, g = _equation_of(gold), _equation_of(got)
-        return "equation" if f is not None and g is not None and proportional(f, g) else None
+        if f is not None and g is not None and proportional(f, g):
+            return "equation"
+        return _same_sides(gold, got)
     if isinstance(gold, Assign) and isinstance(got, Assign):
         rule = values_equal(gold.value, got.value, policy)
         if rule is None and gold.var != got.var:
@@ -172,6 +186,8 @@ def values_equal(gold: Value, got: Value, policy: EqualityRules) -> str | None:
         return scalars_equal(gold, got, policy)
     if isinstance(gold, SetV) and isinstance(got, SetV):
         return sets_equal(gold.items, got.items, policy)
+    if isinstance(got, SetV) and got.listed:
+        return _list_as_tuple(gold, got, policy)
     if isinstance(gold, SetV) and len(gold.items) == 1:
         return values_equal(gold.items[0], got, policy)
     if isinstance(got, SetV) and len(got.items) == 1:
@@ -215,6 +231,20 @@ def values_equal(gold: Value, got: Value, policy: EqualityRules) -> str | None:
     if isinstance(gold, Other) and isinstance(got, Other):
         return "structural" if gold.node == got.node else None
     return None
+
+
+def _list_as_tuple(gold: Value, got: SetV, policy: EqualityRules) -> str | None:
+    """Policy rule 29: a bare list `1, 3` against an ordered gold (a tuple `(1,3)`, labelled
+    values `x=-5, p=14/3`, a vector) is that tuple, compared in order. A gold pair with an
+    infinite end is an interval, which a list of numbers never equals."""
+    ordered = _as_sequence(gold)
+    if ordered is None or any(_infinite(item) for item in ordered):
+        return None
+    return "tuple" if _sequences_equal(ordered, got.items, policy) else None
+
+
+def _infinite(value: Value) -> bool:
+    return isinstance(value, Scalar) and infinity_sign(value.expr.node) is not None
 
 
 def _as_sequence(value: Value) -> tuple[Value, ...] | None:

@@ -4,6 +4,7 @@ Order of precedence, all in the part after the last `</think>`:
 1. `\\boxed{}` / `\\fbox{}`: the last box, minus boxes retracted before it ("actually ...
    the correct value is"). Several remaining boxes with different values are returned
    together: the caller treats them as one set (a hedge unless the gold is that set).
+   Boxes joined only by "and" or a comma are the parts of one answer, returned as one list.
 2. the last `<answer>` block;
 3. the last explicit statement: "Answer: X", "the answer is X", "#### X";
 4. a concluding sentence that states a value ("... so she sold 160 muffins.").
@@ -78,6 +79,14 @@ _LINK = re.compile(r"(?i)\b(?:is|are|equals|was|were|be)\s+")
 # `y_1 = \boxed{2}`: the name a box is assigned to, right before it.
 _BOX_LABEL = re.compile(r"(?:^|[\s$(,])([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?)\s*=\s*$")
 
+# Between two boxes that are parts of one answer: "and" or a comma, with spacing, `$` and
+# `\text{...}` around it (`\boxed{2} \quad \text{and} \quad \boxed{3}`). "or" is not here:
+# boxes joined by "or" are alternatives (a set of solutions, or a hedge).
+_PART_GAP = re.compile(
+    r"(?:\s|\$|\\q?quad(?![A-Za-z])|\\[,;:! ])*"
+    r"(?:,|(?:,\s*)?(?:\band\b|\\(?:text|textrm|mathrm)\s*\{\s*and\s*\}))"
+    r"(?:\s|\$|\\q?quad(?![A-Za-z])|\\[,;:! ])*"
+)
 MAX_STATEMENT = 2000
 MAX_TAIL = 4000  # the concluding sentence is searched in the last characters only
 MAX_LISTED = 64
@@ -117,12 +126,26 @@ def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
         labels = [_BOX_LABEL.search(part[max(0, s - 40) : s]) for s, _, _ in spans[start:]]
         if all(labels):
             kept = [f"{m.group(1)} = {c}" for m, c in zip(labels, kept, strict=True) if m]
+        elif _parts_of_one_answer(part, spans[start:]):
+            return Extracted([", ".join(c.strip() for c in kept)], "boxed-parts")
     if not kept[-1].strip():
         return _none("the final \\boxed{} is empty")
     # Identical boxes are one answer (kept at their last position): a completion repeating
     # `\boxed{1}` 100k times must not be parsed 100k times.
     distinct = dict.fromkeys(c for c in reversed(kept) if c.strip())
     return Extracted(list(reversed(distinct)), "boxed")
+
+
+def _parts_of_one_answer(part: str, spans: list[tuple[int, int, str]]) -> bool:
+    """`\boxed{A} and \boxed{B}`, `\boxed{A}, \boxed{B}`: consecutive boxes with only "and"
+    or a comma between them are the parts of one answer, read as the list `A, B` (policy rule
+    32). Boxes whose contents are all the same stay one answer; a box holding its own list or
+    an alternative is left alone."""
+    contents = [c.strip() for _, _, c in spans]
+    if len(set(contents)) < 2 or any(not c or any(ch in c for ch in ",;") for c in contents):
+        return False
+    gaps = (part[spans[k - 1][1] : spans[k][0]] for k in range(1, len(spans)))
+    return all(len(gap) <= 80 and _PART_GAP.fullmatch(gap) for gap in gaps)
 
 
 def _sentence_end(text: str) -> int:

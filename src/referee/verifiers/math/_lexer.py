@@ -89,6 +89,8 @@ _COMMANDS: dict[str, tuple[str, Any]] = {
     "rbrace": ("rset", None),
     "angle": ("word", "angle"),  # `\angle ABC = 90^\circ`: the label is ABC
     "triangle": ("word", "triangle"),
+    "sum": ("bigop", "sum"),  # with bounds, `\sum_{k=0}^{n-1}`: grammar in `_bigops`
+    "prod": ("bigop", "prod"),
 }
 # Multi-letter words that are always words (units), even when glued to a number or a `^2`.
 _UNITS = {
@@ -282,14 +284,17 @@ class _Lexer:
             return [Token(kind, val)]
         glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
         glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
-        if run.isupper() and len(run) <= 4 and self._names_points(start):
+        braced = start > 0 and text[start - 1] == "{" and pos < n and text[pos] == "}"
+        if run.isupper() and len(run) <= 4 and (braced or self._names_points(start)):
             return [_letter(letter) for letter in run]  # |AB|, \angle ABC: points, not a word
         if lower in _UNITS or not (glued_left or glued_right):
             return [Token("word", lower)]
         return [_letter(letter) for letter in run]  # "2xy", "a^2b": a product of one-letter symbols
 
     def _names_points(self, start: int) -> bool:
-        """Capitals right after `|` or `\\angle` / `\\triangle` name points (`|AB|`)."""
+        """Capitals right after `|` or `\\angle` / `\\triangle` name points (`|AB|`), as do
+        capitals alone in a group (`\\frac{NO}{BO}`, the caller checks that): prose there is
+        spelled `\\text{...}`, which never reaches this point."""
         before = self.text[max(0, start - 12) : start].rstrip()
         return before.endswith(("|", "\\angle", "\\triangle"))
 

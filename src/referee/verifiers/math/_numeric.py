@@ -27,7 +27,14 @@ from referee.verifiers.math._evaluate import (
     Evaluator,
 )
 from referee.verifiers.math._exact import exact_value
-from referee.verifiers.math._tree import Node, contains_tag, free_symbols, infinity_sign, tree_depth
+from referee.verifiers.math._tree import (
+    BIGOPS,
+    Node,
+    contains_tag,
+    free_symbols,
+    infinity_sign,
+    tree_depth,
+)
 
 _MISSING: Any = object()
 # Numeric agreement proves equality only for trees this shallow: a value 2^-k away from a simple
@@ -138,6 +145,8 @@ def exprs_equal(a: Expr, b: Expr) -> str | None:
     """
     if a.node == b.node:
         return "structural"
+    if a.node[0] in BIGOPS or b.node[0] in BIGOPS:
+        return _bigops_equal(a.node, b.node)
     if contains_tag(a.node, _INF_TAGS) or contains_tag(b.node, _INF_TAGS):
         sa, sb = infinity_sign(a.node), infinity_sign(b.node)
         return "infinity" if sa is not None and sa == sb else None
@@ -156,6 +165,20 @@ def exprs_equal(a: Expr, b: Expr) -> str | None:
     if not agreed:
         return None
     return "symbolic" if symbolic else "numeric"
+
+
+def _bigops_equal(a: Node, b: Node) -> str | None:
+    """A sum (product) left unexpanded has no value: equal to another when the operator is
+    the same, the bounds are equal and the bodies are equal as functions of the index and the
+    other symbols (the index is free in a body taken out of its sum). Sufficient, not
+    necessary: `\\sum_{k=1}^{n} k` is not shown equal to `n(n+1)/2`. The parser names indices
+    by nesting level, so `\\sum_j F_j` and `\\sum_k F_k` have the same body."""
+    if a[0] != b[0] or a[1] != b[1]:
+        return None
+    for x, y in ((a[2], b[2]), (a[3], b[3]), (a[4], b[4])):
+        if exprs_equal(Expr(x), Expr(y)) is None:
+            return None
+    return "bounded-" + str(a[0])
 
 
 def real_value(expr: Expr) -> Any | None:

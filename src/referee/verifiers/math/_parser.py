@@ -1,6 +1,7 @@
 """Recursive-descent parser: tokens -> a tree of plain tuples (node shapes: `_tree`).
 
-The tree is data, never code: every node is built only by this module from whitelisted tokens.
+The tree is data, never code: every node is built only by this module (and `_bigops`, the
+grammar of sums and products) from whitelisted tokens.
 Nothing here evaluates anything. Depth is bounded by the Python stack actually left.
 """
 
@@ -10,6 +11,7 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from referee.verifiers.math._bigops import BigOpError, expand_bigops, parse_bigop
 from referee.verifiers.math._lexer import Num, Token
 from referee.verifiers.math._tree import MAX_TREE_DEPTH, Node, tree_depth
 
@@ -31,6 +33,7 @@ _IMPLICIT_START = {
     "lceil",
     "{",
     "begin",
+    "bigop",
 }
 _CLOSERS = {")", "]", "}", "rset", "rowsep", "&", "end", "rfloor", "rceil", "eof"}
 _TRIG_INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan"}
@@ -61,6 +64,7 @@ class Parser:
         room = sys.getrecursionlimit() - _stack_depth() - 60
         self.max_depth = max(4, min(MAX_NESTING, room // _FRAMES_PER_LEVEL))
         self.degrees = False
+        self.bound: list[tuple[str, str]] = []  # (written, canonical) index of each enclosing sum
 
     # -- helpers -------------------------------------------------------------------------
     def _peek(self, offset: int = 0) -> Token:
@@ -225,19 +229,28 @@ class Parser:
             return items[0]
         return self._atom()
 
+    def _bound_name(self, name: str) -> str:
+        """The canonical name of a sum's index (`k` -> `#1#`), or the name itself."""
+        for written, canonical in reversed(self.bound):
+            if written == name:
+                return canonical
+        return name
+
     def _subscript_text(self) -> str:
         tok = self._next()
         if tok.kind == "num":
             return str(tok.val.text)
         if tok.kind in ("sym", "const"):
-            return str(tok.val)
+            return self._bound_name(str(tok.val))
         if tok.kind == "{":
             parts: list[str] = []
             while not self._is("}"):
                 inner = self._next()
                 if inner.kind == "num":
                     parts.append(inner.val.text)
-                elif inner.kind in ("sym", "const", "op") and len(str(inner.val)) <= 8:
+                elif inner.kind in ("sym", "const") and len(str(inner.val)) <= 8:
+                    parts.append(self._bound_name(str(inner.val)))
+                elif inner.kind == "op" and len(str(inner.val)) <= 8:
                     parts.append(str(inner.val))
                 else:
                     raise ParseError("bad subscript")
@@ -252,6 +265,10 @@ class Parser:
         kind = tok.kind
         if kind == "num":
             return self._number(tok.val)
+        if self.bound and kind in ("sym", "const") and not self._is("op", "_"):
+            name = self._bound_name(str(tok.val))
+            if name != tok.val:  # the index of an enclosing sum
+                return ("s", name)
         if kind == "sym" or (kind == "const" and self._is("op", "_")):
             name = str(tok.val)
             if self._is("op", "_"):
@@ -289,6 +306,11 @@ class Parser:
             return self._function(tok.val)
         if kind == "begin" and tok.val in _MATRIX_ENVS:
             return self._matrix(tok.val)
+        if kind == "bigop":
+            try:
+                return parse_bigop(self, tok.val)
+            except BigOpError as exc:
+                raise ParseError(str(exc)) from exc
         raise ParseError(f"unexpected {kind!r}")
 
     def _number(self, num: Num) -> Node:
@@ -343,9 +365,10 @@ class Parser:
         if opener == "lset" and closer == "rset":
             return ("set", tuple(items)) if items else ("empty",)
         if opener == "{" and closer == "}":
+            # A LaTeX group, not a set (only `\{...\}` is a set): `{1,3}` is the bare list 1, 3.
             if count == 1:
                 return items[0]
-            return ("set", tuple(items)) if items else ("empty",)
+            return ("list", (), tuple(items)) if items else ("empty",)
         if opener in ("(", "[") and closer in (")", "]"):
             if count == 1 and opener + closer in ("()", "[]"):
                 return items[0]
@@ -477,4 +500,5 @@ def parse_tokens(tokens: list[Token]) -> Node:
         raise ParseError("answer nested too deeply") from exc
     if tree_depth(node) > MAX_TREE_DEPTH:
         raise ParseError("expression nested too deeply")
+    node = expand_bigops(node)
     return _resolve_degrees(node) if parser.degrees else node

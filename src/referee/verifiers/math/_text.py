@@ -93,6 +93,9 @@ _BRACED_COMMA = re.compile(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)")
 _LINE_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[ \t]*(?:\r?\n[ \t]*)+(?=[-+.]?\d)")
 # "28 percent", "4 4/9pct": the word is the percent sign (policy 6).
 _PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:percentage|percent|pct)(?![A-Za-z])")
+# `W(x)=1orW(x)=-1`: "or"/"and" glued between two equations of the same label (policy rule 31).
+_GLUED_CONNECTOR = re.compile(r"(?<![A-Za-z\\])(or|and)(?=[A-Za-z])")
+_LABEL_HEAD = re.compile(r"\s*([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?(?:\([A-Za-z0-9]{1,3}\))?)\s*=")
 _PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
 
@@ -180,6 +183,25 @@ def _collapse_groups(text: str) -> str:
     return "".join(ch for i, ch in enumerate(text) if i not in drop)
 
 
+def _split_glued_connectors(text: str) -> str:
+    """`W(x)=1orW(x)=-1` -> `W(x)=1 or W(x)=-1`: a glued "or"/"and" is the word only where the
+    same label and `=` follow it as open the answer; elsewhere letters stay symbols."""
+    head = _LABEL_HEAD.match(text)
+    if head is None or ("or" not in text and "and" not in text):
+        return text
+    label = head.group(1)
+    out: list[str] = []
+    pos = 0
+    for match in _GLUED_CONNECTOR.finditer(text, head.end()):
+        after = _LABEL_HEAD.match(text, match.end())
+        if after is not None and after.group(1) == label:
+            out.append(text[pos : match.start()])
+            out.append(f" {WORD_MARK}{match.group(1)}{WORD_MARK} ")
+            pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def clean(answer: str) -> str:
     """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
     # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
@@ -204,6 +226,7 @@ def clean(answer: str) -> str:
     text = _BINOM_VARIANTS.sub(r"\\binom", text)
     text = text.replace("\\%", "%").replace("\\$", " ")
     text = _MATH_DELIMS.sub(" ", text)
+    text = _split_glued_connectors(text)
     text = _collapse_groups(text)
     text = text.replace("\\&", " and ")
     if not any(ch in text for ch in "([{"):

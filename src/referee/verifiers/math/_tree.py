@@ -12,6 +12,9 @@ Structure nodes
     ('list', connectors, items)  ('tuple', items)  ('set', items)  ('empty',)  ('reals',)
     ('interval', lo, hi, lo_closed, hi_closed)   ('cup'|'cap'|'setminus', a, b)
     ('matrix', rows)   ('rel', ops, operands)  relation chain: = < > le ge ne in :
+Bound operators (`_bigops`)
+    ('sum'|'prod', index, lo, hi, body)   index: the canonical name `#1#`, `#2#`, ... of the
+    bound variable; a symbol whose name holds it (`#1#`, `F_#1#`) is bound in the body
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import Any
 
 Node = tuple[Any, ...]
 MAX_TREE_DEPTH = 400  # evaluation, hashing and printing recurse over the tree: keep it bounded
+BIGOPS = frozenset({"sum", "prod"})
+# Nodes that are not numbers: an expression holding one has no single value.
+STRUCT_TAGS = frozenset({"list", "tuple", "set", "interval", "matrix", "rel", "cup", "cap", "setminus"})
 
 
 def children(item: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -44,14 +50,20 @@ def tree_depth(node: Node) -> int:
 
 
 def free_symbols(node: Node) -> frozenset[str]:
+    """Symbols not bound by an enclosing sum or product. A body taken out of its sum has its
+    index free again: that is how two bodies are compared as functions of the index."""
     found: set[str] = set()
-    stack = [node]
+    stack: list[tuple[Node, tuple[str, ...]]] = [(node, ())]
     while stack:
-        item = stack.pop()
-        if item[0] == "s":
-            found.add(item[1])
+        item, bound = stack.pop()
+        tag = item[0]
+        if tag == "s":
+            if not (bound and any(index in item[1] for index in bound)):
+                found.add(item[1])
+        elif isinstance(tag, str) and tag in BIGOPS:
+            stack.extend(((item[2], bound), (item[3], bound), (item[4], (*bound, item[1]))))
         else:
-            stack.extend(children(item))
+            stack.extend((child, bound) for child in children(item))
     return frozenset(found)
 
 

@@ -2,8 +2,9 @@
 
 This is where the structural parts of the policy live (rule 9): a comma list or "x=1 or x=2"
 is an unordered set of solutions, `(a, b)` is a tuple (or an open interval), `x = 5` is the
-value 5, "x=2, y=3" is an ordered tuple, an inequality is an interval, `a \\pm b` is the
-two-element set {a+b, a-b}, and `p\\%` is a percent.
+value 5, "x=2, y=3" is an ordered tuple, an inequality is an interval (`_inequalities`),
+`a \\pm b` is the two-element set {a+b, a-b}, `p\\%` is a percent, `A + B` of matrices is a
+matrix (`_matrices`), and `label = value` is the value (`_labels`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from referee.verifiers.math._exact import exact_value
+from referee.verifiers.math._inequalities import inequality
+from referee.verifiers.math._labels import is_function_head, is_label, is_ratio_label, label_name
+from referee.verifiers.math._matrices import MatrixError, ShapeMismatch, is_matrix_expression, matrix_entries
 from referee.verifiers.math._numeric import Expr
 from referee.verifiers.math._sets import Part as Interval
-from referee.verifiers.math._sets import Undecided, canonical, compare, difference, intersection
-from referee.verifiers.math._tree import Node, contains_tag, free_symbols
+from referee.verifiers.math._sets import Undecided, canonical, difference, intersection
+from referee.verifiers.math._tree import STRUCT_TAGS, Node, contains_tag, free_symbols
 
 
 class ConversionError(ValueError):
@@ -44,6 +47,9 @@ class Seq(Value):
 @dataclass(slots=True)
 class SetV(Value):
     items: tuple[Value, ...]
+    # Written as a bare comma list (`1, 3`, `{1,3}`), items in the order written: a set of
+    # solutions, or the ordered tuple when the gold is one (`_compare`, policy rule 29).
+    listed: bool = False
 
 
 @dataclass(slots=True)
@@ -93,10 +99,8 @@ class Text(Value):
 
 
 _PM_TAGS = frozenset({"pm", "mp", "upm"})
-_STRUCT_TAGS = frozenset({"list", "tuple", "set", "interval", "matrix", "rel", "cup", "cap", "setminus"})
 _NEG_INF: Node = ("neg", ("inf",))
 _POS_INF: Node = ("inf",)
-_INEQ = {"<", ">", "le", "ge"}
 
 
 def _choose_sign(node: Node, sign: int) -> Node:
@@ -115,7 +119,7 @@ def _choose_sign(node: Node, sign: int) -> Node:
 
 
 def scalar(node: Node) -> Value:
-    if contains_tag(node, _STRUCT_TAGS):
+    if contains_tag(node, STRUCT_TAGS):
         raise ConversionError("structure inside an expression")
     if contains_tag(node, _PM_TAGS):
         return SetV((scalar(_choose_sign(node, 1)), scalar(_choose_sign(node, -1))))
@@ -157,8 +161,9 @@ def _solution_rows(values: list[Value]) -> Value | None:
     return SetV(tuple(Assigns(tuple((v.var, v.value) for v in row)) for row in rows))  # type: ignore[attr-defined]
 
 
-def combine(values: list[Value], conns: tuple[str, ...] = ()) -> Value:
-    """The object a list of answers denotes ("1, 2", "x=1 or x=2", "x=2, y=3", boxes)."""
+def combine(values: list[Value], conns: tuple[str, ...] = (), listed: bool = False) -> Value:
+    """The object a list of answers denotes ("1, 2", "x=1 or x=2", "x=2, y=3", boxes).
+    `listed`: written as one bare comma list (not boxes, not joined by "or"/"and")."""
     if len(values) == 1:
         return values[0]
     if all(isinstance(v, Assign) for v in values):
@@ -171,195 +176,9 @@ def combine(values: list[Value], conns: tuple[str, ...] = ()) -> Value:
         if "and" in conns and "or" not in conns:
             return Unsupported("intersection of intervals")
         return Intervals(tuple(p for v in values for p in v.parts))  # type: ignore[attr-defined]
-    return SetV(_flatten(values))
-
-
-def _linear(node: Node) -> tuple[str, Fraction, Node] | None:
-    """node = a*x + b with one symbol x, a nonzero rational a and a symbol-free b: (x, a, b)."""
-    symbols = free_symbols(node)
-    if len(symbols) != 1:
-        return None
-    (name,) = symbols
-    a, b = _linear_parts(node, name, 0)
-    if a is None or a == 0 or b is None:
-        return None
-    return name, a, b
-
-
-def _linear_parts(node: Node, name: str, depth: int) -> tuple[Fraction | None, Node | None]:
-    """(coefficient of `name`, the rest) of a node linear in `name`; (None, None) if not linear."""
-    tag = node[0]
-    if depth > 40:
-        return None, None
-    if name not in free_symbols(node):
-        return Fraction(0), node
-    if node == ("s", name):
-        return Fraction(1), ("n", Fraction(0), None)
-    if tag == "neg":
-        a, b = _linear_parts(node[1], name, depth + 1)
-        return (None, None) if a is None or b is None else (-a, ("neg", b))
-    if tag == "+":
-        total, rest = Fraction(0), []
-        for child in node[1:]:
-            a, b = _linear_parts(child, name, depth + 1)
-            if a is None or b is None:
-                return None, None
-            total += a
-            rest.append(b)
-        return total, ("+", *rest)
-    if tag == "*":
-        coeff, linear = Fraction(1), None
-        for child in node[1:]:
-            if name in free_symbols(child):
-                if linear is not None:
-                    return None, None
-                linear = child
-                continue
-            value = exact_value(child)
-            if value is None:
-                return None, None
-            coeff *= value
-        if linear is None:
-            return None, None
-        a, b = _linear_parts(linear, name, depth + 1)
-        if a is None or b is None:
-            return None, None
-        return a * coeff, ("*", ("n", coeff, None), b)
-    if tag == "/" and name not in free_symbols(node[2]):
-        d = exact_value(node[2])
-        a, b = _linear_parts(node[1], name, depth + 1)
-        if not d or a is None or b is None:
-            return None, None
-        return a / d, ("/", b, node[2])
-    return None, None
-
-
-_FLIP = {"<": ">", ">": "<", "le": "ge", "ge": "le"}
-
-
-def _solve_for(
-    operands: tuple[Node, ...], ops: tuple[str, ...]
-) -> tuple[int, str, tuple[Node, ...], tuple[str, ...]] | None:
-    """`-x > -1`, `2x + 1 \\le 5`, `0 < 2 - x < 1`: the one operand linear in one symbol becomes
-    the symbol itself, the others are solved for it. (index, name, operands, ops) or None."""
-    varying = [i for i, node in enumerate(operands) if free_symbols(node)]
-    if len(varying) != 1:
-        return None
-    k = varying[0]
-    node = operands[k]
-    if node[0] == "s":
-        return k, node[1], operands, ops
-    if _is_label(node):
-        return k, _label_name(node), operands, ops
-    linear = _linear(node)
-    if linear is None:
-        return None
-    name, a, b = linear
-    solved = tuple(
-        ("s", name) if i == k else ("/", ("+", other, ("neg", b)), ("n", a, None))
-        for i, other in enumerate(operands)
-    )
-    return k, name, solved, (ops if a > 0 else tuple(_FLIP.get(op, op) for op in ops))
-
-
-_ZERO = ("n", Fraction(0), None)
-
-
-def _abs_interval(operands: tuple[Node, ...], ops: tuple[str, ...]) -> Value | None:
-    """`1 \\le |z| \\le 3/2`, `|x| < 2`, `|x| > 1`: the set of the symbol inside the bars."""
-    var = next((i for i, node in enumerate(operands) if free_symbols(node)), None)
-    if var is None or operands[var][0] != "f" or operands[var][1] != "abs" or operands[var][2][0] != "s":
-        return None
-    if any(free_symbols(node) for i, node in enumerate(operands) if i != var):
-        return None
-    ranged = _interval_of(var, operands, ops)
-    if ranged is None or len(ranged.parts) != 1:
-        return None
-    part = ranged.parts[0]
-    if part.lo.node == _NEG_INF:
-        part = Interval(Expr(_ZERO), part.hi, True, part.hi_closed)
-    try:
-        if compare(part.lo, Expr(_ZERO)) < 0:
-            return None
-    except Undecided:
-        return None
-    mirrored = Interval(
-        Expr(("neg", part.hi.node)), Expr(("neg", part.lo.node)), part.hi_closed, part.lo_closed
-    )
-    try:
-        return Intervals(tuple(canonical([mirrored, part])))
-    except Undecided:
-        return None
-
-
-def _inequality(ops: tuple[str, ...], operands: tuple[Node, ...]) -> Value | None:
-    """`x > 3`, `3 < x`, `-2 \\le x \\le 5`, `x \\ne 1`, `-x > -1`, `|x| < 2` as intervals (None
-    if not of that form)."""
-    if len(operands) > 3:
-        return None
-    absolute = _abs_interval(operands, ops)
-    if absolute is not None:
-        return absolute
-    solved = _solve_for(operands, ops)
-    if solved is None:
-        return None
-    var, _, operands, ops = solved
-    return _interval_of(var, operands, ops)
-
-
-def _interval_of(var: int, operands: tuple[Node, ...], ops: tuple[str, ...]) -> Intervals | None:
-    """The set of operand `var` (the unknown) under a chain of inequalities."""
-    if ops == ("ne",):
-        point = Expr(operands[1 - var])
-        return Intervals(
-            (Interval(Expr(_NEG_INF), point, False, False), Interval(point, Expr(_POS_INF), False, False))
-        )
-    if not all(op in _INEQ for op in ops):
-        return None
-    ascending = all(op in ("<", "le") for op in ops)
-    descending = all(op in (">", "ge") for op in ops)
-    if not (ascending or descending):
-        return None
-    if descending:  # read right to left
-        operands, ops = operands[::-1], tuple({">": "<", "ge": "le"}[op] for op in ops[::-1])
-        var = len(operands) - 1 - var
-    lo, hi = Expr(_NEG_INF), Expr(_POS_INF)
-    lo_closed = hi_closed = False
-    if var > 0:
-        lo, lo_closed = Expr(operands[var - 1]), ops[var - 1] == "le"
-    if var < len(operands) - 1:
-        hi, hi_closed = Expr(operands[var + 1]), ops[var] == "le"
-    return Intervals((Interval(lo, hi, lo_closed, hi_closed),))
-
-
-def _is_label(node: Node) -> bool:
-    """A name on the left of `=` rather than an expression: `AB`, `f(x)`, `|AB|`, `a_n`, `ABC`
-    (of `\\angle ABC`): symbols side by side, possibly in absolute value bars."""
-    if node[0] == "s":
-        return True
-    if node[0] == "f" and node[1] == "abs":
-        return _is_label(node[2])
-    return node[0] == "*" and len(node) <= 9 and all(child[0] == "s" for child in node[1:])
-
-
-def _label_name(node: Node) -> str:
-    if node[0] == "s":
-        return str(node[1])
-    if node[0] == "f":
-        return f"|{_label_name(node[2])}|"
-    return "".join(_label_name(child) for child in node[1:])
-
-
-def _is_function_head(lhs: Node, rhs: Node) -> bool:
-    """`f(x)` on the left of `=`: a symbol applied to a symbol that the right side uses."""
-    return (
-        lhs[0] == "*"
-        and len(lhs) == 3
-        and lhs[1][0] == "s"
-        and lhs[2][0] == "s"
-        and lhs[2][1] in free_symbols(rhs)
-        and lhs[1][1] not in free_symbols(rhs)
-    )
+    # Only a list of plain values keeps its order: a `\pm` item or an assignment is a set.
+    in_order = listed and not conns and not any(isinstance(v, SetV | Assign | Assigns) for v in values)
+    return SetV(_flatten(values), listed=in_order)
 
 
 def _segments(ops: tuple[str, ...], operands: tuple[Node, ...]) -> list[tuple[Node, ...]] | None:
@@ -397,32 +216,41 @@ def _relation(node: Node) -> Value:
         segments = _segments(ops, operands)
         if segments is not None and len(segments) == 2:
             left, right = segments
-            if all(_is_label(x) for x in left) and not any(free_symbols(x) for x in right):
-                return Assign(":".join(_label_name(x) for x in left), _ratio_or_scalar(right))
+            if all(is_label(x) for x in left) and not any(free_symbols(x) for x in right):
+                return Assign(":".join(label_name(x) for x in left), _ratio_or_scalar(right))
         return Other(node)
     if all(op == "=" for op in ops):
         if len(operands) == 2 and last[0] == "s" and not free_symbols(lhs):
             return Assign(last[1], to_value(lhs))  # "3 = x"
-        if _is_function_head(lhs, last):
+        if is_function_head(lhs, last):
             return Assign(lhs[1][1], to_value(last))  # "f(x) = 2x + 3"
         if lhs[0] == "s" and (len(operands) > 2 or lhs[1] not in free_symbols(last)):
             return Assign(lhs[1], to_value(last))
-        if len(operands) == 2 and _is_label(lhs) and not free_symbols(last):
-            return Assign(_label_name(lhs), to_value(last))  # "|AB| = 1", "f(x) = 1"
+        if len(operands) == 2 and (is_label(lhs) or is_ratio_label(lhs)) and not free_symbols(last):
+            return Assign(label_name(lhs), to_value(last))  # "|AB| = 1", "f(x) = 1", "NO/BO = 2"
         point = lhs[0] == "tuple" and last[0] == "tuple" and len(lhs[1]) == len(last[1])
         if point and all(item[0] == "s" for item in lhs[1]):
             return Assigns(tuple((item[1], to_value(v)) for item, v in zip(lhs[1], last[1], strict=True)))
         if len(operands) > 2 or not (free_symbols(lhs) or free_symbols(last)):
             return to_value(last)  # "3! = 6", "x = 6/2 = 3": the value stated last
-        if contains_tag(lhs, _STRUCT_TAGS) or contains_tag(last, _STRUCT_TAGS):
+        if contains_tag(lhs, STRUCT_TAGS) or contains_tag(last, STRUCT_TAGS):
             return Other(node)
         return Equation(Expr(lhs), Expr(last))  # "7 = 11a + c" is an equation, not 11a + c
     if ops == ("in",) and lhs[0] == "s":
         return to_value(last)
     if all(op == ":" for op in ops):
         return Seq(tuple(scalar(x) for x in operands), "ratio")
-    got = _inequality(ops, operands)
-    return got if got is not None else Other(node)
+    parts = inequality(ops, operands)
+    return Intervals(parts) if parts is not None else Other(node)
+
+
+def answer_value(node: Node) -> Value:
+    """The object a whole answer denotes. As `to_value`, except that a bare comma list that is
+    the whole answer keeps its order (policy rule 29); inside a relation or a structure it is a
+    set (`x \\in {1, 2}`)."""
+    if node[0] == "list":
+        return combine([to_value(item) for item in node[2]], node[1], listed=True)
+    return to_value(node)
 
 
 def to_value(node: Node) -> Value:
@@ -444,29 +272,26 @@ def to_value(node: Node) -> Value:
         return _set_operation(node)
     if tag == "matrix":
         return Matrix(tuple(tuple(to_value(cell) for cell in row) for row in node[1]))
-    if tag in ("*", "neg") and contains_tag(node, _MATRIX_TAG):
-        return _scaled_matrix(node)
+    if tag in _MATRIX_ARITHMETIC and is_matrix_expression(node):
+        return _matrix_value(node)
     if tag == "rel":
         return _relation(node)
     return scalar(node)
 
 
-_MATRIX_TAG = frozenset({"matrix"})
+_MATRIX_ARITHMETIC = frozenset({"+", "*", "neg", "/", "^"})
 
 
-def _scaled_matrix(node: Node) -> Value:
-    """`2\\begin{pmatrix}1\\\\3\\end{pmatrix}`, `-\\begin{pmatrix}...`: a scalar times a matrix."""
-    factors = list(node[1:]) if node[0] == "*" else [("n", Fraction(-1), None), node[1]]
-    matrices = [f for f in factors if f[0] == "matrix"]
-    scalars = [f for f in factors if f[0] != "matrix"]
-    if len(matrices) != 1 or any(contains_tag(f, _STRUCT_TAGS) for f in scalars):
-        raise ConversionError("matrix inside an expression")
-    rows = []
-    for row in matrices[0][1]:
-        if any(contains_tag(cell, _STRUCT_TAGS) for cell in row):
-            raise ConversionError("structure inside a scaled matrix")
-        rows.append(tuple(scalar(("*", *scalars, cell)) for cell in row))
-    return Matrix(tuple(rows))
+def _matrix_value(node: Node) -> Value:
+    """`A + B`, `2A`, `AB`, `A^T` (policy rules 21 and 30): the resulting matrix; shapes that
+    do not fit make an answer equal to nothing."""
+    try:
+        rows = matrix_entries(node)
+    except ShapeMismatch as exc:
+        return Unsupported(str(exc))
+    except MatrixError as exc:
+        raise ConversionError(str(exc)) from exc
+    return Matrix(tuple(tuple(scalar(cell) for cell in row) for row in rows))
 
 
 def _set_operation(node: Node) -> Value:

@@ -25,7 +25,7 @@ from referee.verifiers.math._format import render
 from referee.verifiers.math._lexer import LexError, strip_words, tokenize
 from referee.verifiers.math._parser import ParseError, parse_tokens
 from referee.verifiers.math._text import WORD_MARK, clean, normalize_text
-from referee.verifiers.math._values import ConversionError, Text, Value, combine, to_value
+from referee.verifiers.math._values import ConversionError, Text, Value, answer_value, combine
 
 MAX_RESPONSE_CHARS = 1_000_000  # ~250k tokens; beyond this no completion is judged
 # More distinct final answers than this is a spray of boxes (a hedge, policy 3) whatever the
@@ -66,7 +66,7 @@ def parse_answer(raw: str) -> Parsed:
         math_tokens, words = strip_words(tokens)
         if not math_tokens:
             return Parsed(None, words, "no mathematical content" if not words else None)
-        return Parsed(to_value(parse_tokens(math_tokens)), words)
+        return Parsed(answer_value(parse_tokens(math_tokens)), words)
     except (LexError, ParseError, ConversionError) as exc:
         return Parsed(None, [], str(exc)[:120])
 
