@@ -73,11 +73,14 @@ CODE_CACHE_MAX_BYTES = 16 << 20  # a larger compiled program is compiled by each
 SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
-def send(msg):
-    data = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+def write_all(fd, data):
     view = memoryview(data)
     while view:
-        view = view[os.write(1, view) :]
+        view = view[os.write(fd, view) :]
+
+
+def send(msg):
+    write_all(1, (json.dumps(msg, separators=(",", ":")) + "\n").encode())
 
 
 def b64(data):
@@ -874,9 +877,7 @@ def take_code_cache(name):
     except OSError:
         return None
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(sealed, view) :]
+        write_all(sealed, data)
         fcntl.fcntl(sealed, fcntl.F_ADD_SEALS, SEALS)
     except OSError:
         os.close(sealed)
