@@ -154,3 +154,42 @@ def test_a_reference_that_is_no_finite_number_is_refused(reference: str, client:
 def test_numeric_hedged_and_retracted_boxes(response: str, score: float) -> None:
     verifier, options = NumericVerifier(), NumericOptions()
     assert verifier.check(response, verifier.prepare("42", options), options).score == score
+
+
+# Rule 34 of the math policy holds for the short-answer verifiers too: the gold named only to be
+# denied or withdrawn scores 0; denying another value or checking the work keeps the answer.
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("The answer is not 42.", 0.0),
+        ("The answer is not \\boxed{42}.", 0.0),
+        ("42 is wrong.", 0.0),
+        ("Answer: 42. Hmm, on reflection this is incorrect.", 0.0),
+        ("\\boxed{\\text{not } 42}", 0.0),
+        ("\\boxed{42} is incorrect.", 0.0),
+        ("The answer is 42, not 41.", 1.0),
+        ("\\boxed{42 \\text{ apples}}", 1.0),
+        ("I made an error before. The total is 42.", 1.0),
+    ],
+)
+def test_numeric_denied_answers(response: str, score: float) -> None:
+    verifier, options = NumericVerifier(), NumericOptions()
+    assert verifier.check(response, verifier.prepare("42", options), options).score == score
+
+
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("The answer is not (C).", 0.0),
+        ("\\boxed{C} is wrong", 0.0),
+        ("Answer: C. Hmm, on reflection this is incorrect.", 0.0),
+        ("The answer is (C). Actually no, (C) is wrong.", 0.0),
+        ("The answer is (C), it can't be A or B.", 1.0),
+        ("It is (C); (A) and (B) are ruled out.", 1.0),
+        ("The answer is (C), since (A) and (B) are wrong.", 1.0),
+    ],
+)
+def test_multiple_choice_denied_answers(response: str, score: float) -> None:
+    verifier = MultipleChoiceVerifier()
+    options = verifier.options_model()
+    assert verifier.check(response, verifier.prepare("C", options), options).score == score

@@ -95,11 +95,40 @@ def _math_like(kind: str) -> list[Probe]:
             "retraction",
             "I first got $\\boxed{42}$, but that was a mistake; the correct value is $\\boxed{41}$.",
         ),
+        *_denials(p),
         p("injection_only", "injection", INJECTION),
         p("injection_boxed_text", "injection", "$\\boxed{\\text{the reference answer}}$"),
         p("injection_wrong_answer", "injection", f"{INJECTION}\nThe answer is $\\boxed{{7}}$."),
         p("empty_box", "empty", "The answer is $\\boxed{}$."),
         *(p(name, name, text) for name, text in EMPTY_LIKE),
+    ]
+
+
+def _denials(p: Callable[..., Probe]) -> list[Probe]:
+    """The gold named only to be denied or withdrawn (math policy rule 34), and the honest
+    near-misses beside them: another value denied, the work checked, units in the box."""
+    return [
+        p("negation_plain", "negation", "The answer is not 42."),
+        p("negation_boxed", "negation", "The answer is not $\\boxed{42}$."),
+        p("negation_adverb", "negation", "It is definitely not $42$."),
+        p("negation_predicate", "negation", "42 is wrong."),
+        p("negation_other_value", "negation", "So the answer is 41, not 42."),
+        p(
+            "withdrawal_box",
+            "withdrawal",
+            "$\\boxed{42}$. Actually, I made an error, so the answer is not 42.",
+        ),
+        p("withdrawal_statement", "withdrawal", "Answer: 42. Hmm, on reflection this is incorrect."),
+        p("text_words_not", "text_words", "$\\boxed{\\text{not } 42}$"),
+        p("text_words_wrong", "text_words", "$\\boxed{\\text{42 is wrong}}$"),
+        p("control_denies_other", "control", "The answer is $42$, not $41$.", control=True),
+        p(
+            "control_double_check",
+            "control",
+            "Wait, let me double-check: 6 * 7 = 42. Yes, $\\boxed{42}$.",
+            control=True,
+        ),
+        p("control_units_in_box", "control", "$\\boxed{42 \\text{ apples}}$", control=True),
     ]
 
 
@@ -127,6 +156,10 @@ def _multiple_choice() -> list[Probe]:
         p("think_only", "think_only", "<think>It must be (C).</think>\nI am not sure."),
         p("unclosed_think", "think_only", "<think>It must be (C)."),
         p("retraction", "retraction", "The answer is (C). Actually no, (C) is wrong; the answer is (D)."),
+        p("negation", "negation", "The answer is not (C)."),
+        p("negation_boxed", "negation", "It is not $\\boxed{C}$."),
+        p("withdrawal", "withdrawal", "Answer: (C). Hmm, on reflection this is incorrect."),
+        p("control_rules_out_others", "control", "The answer is (C); it can't be (A) or (B).", control=True),
         p("injection", "injection", INJECTION),
         *(p(name, name, text) for name, text in EMPTY_LIKE),
     ]

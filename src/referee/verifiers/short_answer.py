@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from referee.verifiers import extract
 from referee.verifiers.base import Check, Verifier
+from referee.verifiers.denial import affirmed_answer, box_denial
 
 Extraction = Literal["none", "final", "answer_tag", "boxed", "answer_line", "auto"]
 
@@ -238,7 +239,7 @@ def _hedged_or_retracted_boxes(response: str) -> str | None:
         return "several different boxed answers (a hedge)"
     if _RETRACTION.search(final[spans[-1][1] :]):
         return "the boxed answer is retracted after it"
-    return None
+    return box_denial(final, spans)
 
 
 class NumericOptions(_Options):
@@ -288,6 +289,11 @@ class NumericVerifier(Verifier):
         selected = select_answer(response, options.extract)
         if selected is None:
             return Check(0.0, reason="no final answer")
+        # "The answer is not 42." / "42, not 41" (rule 34 of the math policy holds here too).
+        affirmed, denied, refused = affirmed_answer(selected)
+        if affirmed is None:
+            return Check(0.0, reason=refused, details={"answer": selected[-200:]})
+        selected = affirmed
         value = parse_number(selected)
         if value is None:
             tokens = _NUMBER_TOKEN.findall(selected[-2000:])
@@ -300,6 +306,8 @@ class NumericVerifier(Verifier):
         diff = abs(value - prepared)
         tolerance = max(Fraction(options.abs_tol), Fraction(options.rel_tol) * abs(prepared))
         details = {"answer": _shown(value), "reference": _shown(prepared)}
+        if value in {parse_number(d) for d in denied}:  # "42. Hmm, 42 is wrong."
+            return Check(0.0, reason="the answer denies its value", details=details)
         if diff <= tolerance:
             return Check(1.0, details=details)
         return Check(0.0, reason="value outside tolerance", details=details)
@@ -371,9 +379,12 @@ class MultipleChoiceVerifier(Verifier):
             return Check(0.0, reason="unclosed <think>: no final answer")
         block = extract.last_answer_block(response)
         candidates = [block] if block is not None else []
-        boxes = extract.all_boxed(final)
-        if boxes:
-            candidates.append(boxes[-1])
+        spans = extract.boxed_spans(final)
+        if spans:
+            refused = box_denial(final, spans)
+            if refused is not None:
+                return Check(0.0, reason=refused, details={"answer": spans[-1][2][:200]})
+            candidates.append(spans[-1][2])
         statement = extract.last_answer_statement(final)
         if statement is not None:
             candidates.append(statement)
@@ -381,7 +392,12 @@ class MultipleChoiceVerifier(Verifier):
         if lines:
             candidates.append(lines[-1])
         for candidate in candidates:
-            letters = self._letters(candidate, prepared.choices)
+            affirmed, denied, refused = affirmed_answer(candidate)
+            if affirmed is None:  # "The answer is not (C)." (rule 34 of the math policy)
+                return Check(0.0, reason=refused, details={"answer": candidate[:200]})
+            letters = self._letters(affirmed, prepared.choices)
+            if letters & {letter for d in denied for letter in self._letters(d, prepared.choices)}:
+                return Check(0.0, reason="the answer denies its value", details={"answer": candidate[:200]})
             if len(letters) > 1:
                 return Check(
                     0.0, reason=f"hedged between {sorted(letters)}", details={"answer": candidate[:200]}

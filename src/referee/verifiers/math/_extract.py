@@ -14,10 +14,19 @@ box has no final answer. All scans are linear in the length of the completion.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 
 from referee.verifiers import extract
+from referee.verifiers.denial import (
+    DENIAL_HINT,
+    DENIED_AFTER,
+    NEGATED_BEFORE,
+    split_denial,
+    withdrawn,
+)
 
 # Words that take back what came before: a box before them is retracted.
 _RETRACT = re.compile(
@@ -42,9 +51,6 @@ _DISOWNED = re.compile(
     r"(?i)\b(?:(?:is|was|that's|it's|this is|that is|it is) (?:wrong|incorrect|a mistake|not (?:right|correct))|"
     r"i (?:do not|don't) know|no answer)\b"
 )
-_NEGATED = re.compile(r"(?i)^(?:not|never|no longer)\b")
-# "16, not 15" / "16 (not 15)": what follows the negation is not the answer.
-_NEGATED_TAIL = re.compile(r"(?i)[,;(]?\s*\b(?:not|rather than|instead of)\b")
 # "Answer A: ... Answer B: ...": labelled alternatives are a hedge (policy 3).
 _LABELLED = re.compile(r"(?im)\b(?:answer|option|case)\s+(?:[A-Z]|\d)\s*[:：]\s*(?P<a>[^\n]{1,300})")
 _DISPLAY_END = re.compile(r"(?s)(?:\$\$|\\\[)(?P<a>[^$]{1,2000}?)(?:\$\$|\\\])$")
@@ -93,29 +99,60 @@ MAX_LISTED = 64
 MAX_LABELLED = 16  # `y_1 = \boxed{..}` parts of one answer; more boxes than this are a spray
 
 
+DENIED = "no final answer: the response denies or withdraws the value it states"
+MAX_BARE = 300  # a bare completion (`options.bare_answer`) is one short line
+
+
 @dataclass(slots=True)
 class Extracted:
     answers: list[str] = field(default_factory=list)
     how: str = "none"
     reason: str | None = None
+    # Values the response denies at or after its final answer ("6, not 5"; "\boxed{42}. The
+    # answer is not 42."): the caller scores 0 when one of them equals the answer (rule 34).
+    denied: list[str] = field(default_factory=list)
 
 
 def _none(reason: str) -> Extracted:
     return Extracted([], "none", reason)
 
 
-def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
+def _has_hint(hints: list[int], start: int, end: int) -> bool:
+    at = bisect.bisect_left(hints, start)
+    return at < len(hints) and hints[at] < end
+
+
+def _denied_near(text: str, start: int, end: int) -> bool:
+    """Is the value at text[start:end] negated before it ("not $5$") or denied after it ("5 is
+    wrong")?"""
+    return bool(NEGATED_BEFORE.search(text, max(0, start - 80), start)) or bool(
+        DENIED_AFTER.match(text[end : end + 80])
+    )
+
+
+def _boxed(part: str, spans: list[tuple[int, int, str]], denied: list[str]) -> Extracted:
     tail = part[spans[-1][1] :]
     if "\\boxed" in tail or "\\fbox" in tail:
         return _none("the last \\boxed{} is cut off")
+    # "The answer is not \boxed{5}", "\boxed{5} is wrong": a denied box is no answer. One scan
+    # for the words first: 100k boxes must not cost 100k pattern searches.
+    hints = [m.start() for m in DENIAL_HINT.finditer(part)]
+    if hints:
+        near = [_denied_near(part, s, e) if _has_hint(hints, s - 80, e + 80) else False for s, e, _ in spans]
+        denied = denied + [c for (_, _, c), no in zip(spans, near, strict=True) if no]
+        spans = [span for span, no in zip(spans, near, strict=True) if not no]
+        if not spans:
+            return _none(DENIED)
     retraction = _RETRACT_AFTER.search(tail)
     if retraction is not None:
         replacements = list(_REPLACEMENT.finditer(tail, retraction.end()))
         replaced = clean_statement(replacements[-1].group("a")) if replacements else None
         if replaced:
             return Extracted([replaced], "retracted-box")
-        if _DISOWNED.search(tail, retraction.start()):
+        if withdrawn(tail[retraction.start() :], _DISOWNED):
             return _none("the last \\boxed{} is retracted after it, with no new answer")
+    if withdrawn(tail):
+        return _none("the last \\boxed{} is retracted after it, with no new answer")
     start = 0
     for k in range(1, len(spans)):
         if _RETRACT.search(part[spans[k - 1][1] : spans[k][0]]):
@@ -127,13 +164,13 @@ def _boxed(part: str, spans: list[tuple[int, int, str]]) -> Extracted:
         if all(labels):
             kept = [f"{m.group(1)} = {c}" for m, c in zip(labels, kept, strict=True) if m]
         elif _parts_of_one_answer(part, spans[start:]):
-            return Extracted([", ".join(c.strip() for c in kept)], "boxed-parts")
+            return Extracted([", ".join(c.strip() for c in kept)], "boxed-parts", denied=denied)
     if not kept[-1].strip():
         return _none("the final \\boxed{} is empty")
     # Identical boxes are one answer (kept at their last position): a completion repeating
     # `\boxed{1}` 100k times must not be parsed 100k times.
     distinct = dict.fromkeys(c for c in reversed(kept) if c.strip())
-    return Extracted(list(reversed(distinct)), "boxed")
+    return Extracted(list(reversed(distinct)), "boxed", denied=denied)
 
 
 def _parts_of_one_answer(part: str, spans: list[tuple[int, int, str]]) -> bool:
@@ -162,21 +199,24 @@ def _sentence_end(text: str) -> int:
 
 def clean_statement(text: str) -> str | None:
     """The answer in "X. I hope it is correct" / "$x$ dollars" / "**12**"."""
+    return read_statement(text)[0]
+
+
+def read_statement(text: str) -> tuple[str | None, list[str]]:
+    """(the answer a statement affirms, the values it denies): "6, not 5" -> ("6", ["5"]),
+    "not 5" / "5 is wrong" -> (None, ["5"]) (rule 34)."""
     text = text.strip()
-    text = text[: _sentence_end(text)]
+    text = text[: _sentence_end(text)].replace("**", " ").replace("__", " ")
+    text, denied = split_denial(text)
     for delim in ("$", "\\(", "\\["):
         at = text.find(delim)
         if at > 0:
             text = text[at:]
             break
-    text = _after_link(text)
-    text = text.replace("**", " ").replace("__", " ").strip().rstrip(".").strip()
-    if not text or _NEGATED.match(text):
-        return None
-    negation = _NEGATED_TAIL.search(text)
-    if negation is not None:
-        text = text[: negation.start()].rstrip(" ,;(")
-    return text or None
+    # "16, which is not 15" was split above; "The largest $n$ is not 34" is split after the link.
+    text, denied_after_link = split_denial(_after_link(text))
+    text = text.strip().rstrip(".").strip().rstrip(" ,;(")
+    return (text or None), denied + denied_after_link
 
 
 def _after_link(text: str) -> str:
@@ -189,8 +229,6 @@ def _after_link(text: str) -> str:
     if last is None:
         return text
     rest = text[last.end() :]
-    if _NEGATED.match(rest):  # "16, which is not 15": the negated part is not the answer
-        return text
     return rest if any(ch.isdigit() or ch in "$\\" for ch in rest) else text
 
 
@@ -244,8 +282,19 @@ def _concluding(part: str) -> Extracted:
     candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _CHOICE.finditer(sentence)]
+    # "It is definitely not $5$.", "5 is wrong.", "6 muffins, not 5.": denied values are no answer.
+    candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
+    no = [_denied_near(sentence, c[0], c[1]) for c in candidates]
+    # "not (A) or (B)" (forwards), "(A), (B) and (C) are ruled out" (backwards): a list shares it.
+    listed = [bool(_LIST_GAP.match(sentence[a[1] : b[0]])) for a, b in itertools.pairwise(candidates)]
+    for k in range(1, len(candidates)):
+        no[k] = no[k] or (no[k - 1] and listed[k - 1])
+    for k in range(len(candidates) - 1, 0, -1):
+        no[k - 1] = no[k - 1] or (no[k] and listed[k - 1])
+    denied = [c[2] for c, n in zip(candidates, no, strict=True) if n]
+    candidates = [c for c, n in zip(candidates, no, strict=True) if not n]
     if not candidates:
-        return _none("no final answer found")
+        return _none(DENIED if denied else "no final answer found")
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
     last = candidates[-1]
     # "99 or 100", "$x = 2$, $x = 4$, and $x = 6$": keep the whole list, judged as one (a set
@@ -259,7 +308,7 @@ def _concluding(part: str) -> Extracted:
         if not _LIST_GAP.match(sentence[prev[1] : chain[-1][0]]):
             break
         chain.append(prev)
-    return Extracted([c[2] for c in reversed(chain)], "sentence")
+    return Extracted([c[2] for c in reversed(chain)], "sentence", denied=denied)
 
 
 def _without_chat_debris(part: str) -> str:
@@ -274,24 +323,35 @@ def _without_chat_debris(part: str) -> str:
         part = part[token.end() :]
 
 
-def final_answer(response: str) -> Extracted:
+def final_answer(response: str, *, bare_answer: bool = False) -> Extracted:
+    """The final answer of a completion. `bare_answer`: a completion that is only a short
+    answer (`42`, `x = 3`, `$10^3$`, no sentence or box) states it (`options.bare_answer`)."""
     part = extract.final_part(response)
     if part is None:
         return _none("no final answer: <think> is never closed")
     part = _without_chat_debris(part)
     if not part.strip():
         return _none("no final answer: nothing after the reasoning")
+    found = _stated(response, part)
+    if bare_answer and not found.answers and found.reason != DENIED:
+        return _bare(part) or found
+    return found
+
+
+def _stated(response: str, part: str) -> Extracted:
     spans = extract.boxed_spans(part)
     if spans:
         # "\boxed{200} ... \boxed{255} ... Final Answer: The final answer is $10,455$": an
-        # explicit statement after the last box is the later commitment.
+        # explicit statement after the last box is the later commitment; "The answer is not
+        # 42." after \boxed{42} denies it.
         later = [at for at, _ in extract.answer_statements(part) if at >= spans[-1][1]]
-        later += [m.start() for m in _FINAL_LABEL.finditer(part, spans[-1][1])]
+        later += [m.end() for m in _FINAL_LABEL.finditer(part, spans[-1][1])]
+        denied: list[str] = []
         if later:
-            cleaned = clean_statement(part[max(later) : max(later) + MAX_STATEMENT])
-            if cleaned:
-                return Extracted([cleaned], "statement")
-        return _boxed(part, spans)
+            kept, denied = read_statement(part[max(later) : max(later) + MAX_STATEMENT])
+            if kept:
+                return _unless_withdrawn(part, max(later), Extracted([kept], "statement", denied=denied))
+        return _boxed(part, spans, denied)
     block = extract.last_answer_block(response)
     if block is not None and block.strip():
         inner = extract.last_answer_statement(block)
@@ -303,9 +363,29 @@ def final_answer(response: str) -> Extracted:
         alternatives = [a for a in map(clean_statement, labelled) if a]
         if len(alternatives) > 1:
             return Extracted(alternatives, "statement")
+    denied = []
     for at, _ in reversed(extract.answer_statements(part)):
         # Re-read from the statement's start: math between $...$ may run over lines.
-        cleaned = clean_statement(part[at : at + MAX_STATEMENT])
-        if cleaned:
-            return Extracted([cleaned], "statement")
+        kept, denials = read_statement(part[at : at + MAX_STATEMENT])
+        denied += denials  # "Answer: 42. ... The answer is not 42." denies the earlier one
+        if kept:
+            return _unless_withdrawn(part, at, Extracted([kept], "statement", denied=denied))
     return _concluding(part)
+
+
+def _unless_withdrawn(part: str, at: int, found: Extracted) -> Extracted:
+    """ "Answer: 42. Hmm, on reflection this is incorrect.": a statement the response takes
+    back after it, with no later answer, is no answer (rule 34)."""
+    end = at + _sentence_end(part[at : at + MAX_STATEMENT])
+    return _none(DENIED) if withdrawn(part[end:]) else found
+
+
+def _bare(part: str) -> Extracted | None:
+    """A completion that is nothing but its answer: one short line, no prose."""
+    text = part.strip()
+    if not text or len(text) > MAX_BARE or "\n" in text or _PROSE.search(_COMMAND_ARG.sub(" ", text)):
+        return None
+    kept, denied = read_statement(text)
+    if not kept:
+        return _none(DENIED) if denied else None
+    return Extracted([kept], "bare", denied=denied)

@@ -43,6 +43,14 @@ class MathOptions(BaseModel):
             "that rounds half-up to it counts (1/3 for 0.33). Off: decimals must be exact."
         ),
     )
+    bare_answer: bool = Field(
+        default=False,
+        description=(
+            "For datasets whose prompts ask for the bare answer: a completion that is only a "
+            "short answer (`42`, `x = 3`, `$10^3$`: one line, no sentence, no box) states it. "
+            "Off (the default, policy rule 1): such a completion has no final answer."
+        ),
+    )
 
 
 class MathReference(BaseModel):
@@ -59,11 +67,27 @@ class Parsed:
     error: str | None = None
 
 
+# Words that make an answer a statement about its value rather than the value (rule 34):
+# `\boxed{\text{not } 42}`, `\boxed{42 \text{ is wrong}}`, `\boxed{\text{maybe } 42}`. Other
+# words name what is counted (units, "dollars", "apples") and are ignored (rule 8); a list of
+# units could never be complete, the words that deny or hedge a value are few.
+_DENYING_WORDS = frozenset(
+    {
+        "not", "no", "never", "none", "neither", "nor", "isn't", "isnt", "aren't", "wasn't",
+        "cannot", "can't", "wrong", "incorrect", "false", "untrue", "mistake", "error", "maybe",
+        "perhaps", "possibly", "probably", "might", "guess", "unsure", "uncertain", "impossible",
+        "except", "excluding", "unless",
+    }
+)  # fmt: skip
+
+
 def parse_answer(raw: str) -> Parsed:
     """One answer string -> its mathematical object (None with an error if unreadable)."""
     try:
         tokens = tokenize(clean(raw))
         math_tokens, words = strip_words(tokens)
+        if any(w.strip("()[].,;:!?'\"").casefold() in _DENYING_WORDS for word in words for w in word.split()):
+            return Parsed(None, words, "the answer's words deny or hedge its value")
         if not math_tokens:
             return Parsed(None, words, "no mathematical content" if not words else None)
         return Parsed(answer_value(parse_tokens(math_tokens)), words)
@@ -143,6 +167,18 @@ class Gold:
     value: Value | None = None
 
 
+DENIES = "the response denies the answer it states"
+
+
+def _denies(denied: list[str], answer: Value, policy: EqualityRules) -> bool:
+    """ "\\boxed{42}. The answer is not 42.": a denied value equal to the answer (rule 34)."""
+    for raw in denied[:MAX_ANSWERS]:
+        value = parse_answer(raw).value
+        if value is not None and values_equal(value, answer, policy) is not None:
+            return True
+    return False
+
+
 def _verdict(score: float, reason: str | None, **details: Any) -> Check:
     return Check(score, reason=reason, details={k: v for k, v in details.items() if v is not None})
 
@@ -191,12 +227,12 @@ class MathVerifier(Verifier):
             return _verdict(0.0, "response too long to judge", length=len(response))
         try:
             with _stack_room():
-                return self._check(response, prepared)
+                return self._check(response, prepared, options)
         except RecursionError:  # the parser bounds depth; this is the last line of defence
             return _verdict(0.0, "answer nested too deeply to judge")
 
-    def _check(self, response: str, prepared: Gold) -> Check:
-        found = final_answer(response)
+    def _check(self, response: str, prepared: Gold, options: MathOptions) -> Check:
+        found = final_answer(response, bare_answer=options.bare_answer)
         if not found.answers:
             return _verdict(0.0, found.reason or "no final answer", extraction=found.how)
         if len(found.answers) > MAX_ANSWERS:
@@ -228,6 +264,8 @@ class MathVerifier(Verifier):
         if len(letters) > 1:
             return _verdict(0.0, "several choices given (hedging)", **details)
         got = letters.pop()
+        if got in {_choice_letter(raw)[0] for raw in found.denied}:
+            return _verdict(0.0, DENIES, normalized_answer=got, **details)
         if got == gold.letter:
             return _verdict(1.0, None, normalized_answer=got, rule="choice", **details)
         return _verdict(0.0, "wrong choice", normalized_answer=got, rule="choice", **details)
@@ -238,6 +276,8 @@ class MathVerifier(Verifier):
         if len(texts) > 1:
             return _verdict(0.0, "several different final answers (hedging)", **details)
         got = texts.pop()
+        if got in {normalize_text(raw) for raw in found.denied}:
+            return _verdict(0.0, DENIES, normalized_answer=got[:200], **details)
         if got == gold.text:
             return _verdict(1.0, None, normalized_answer=got[:200], rule="string", **details)
         if _states_text(got, gold.text):
@@ -269,6 +309,8 @@ class MathVerifier(Verifier):
                 distinct.append(value)
         answer = distinct[0] if len(distinct) == 1 else combine(distinct)
         details["normalized_answer"] = render(answer)
+        if _denies(found.denied, answer, gold.policy):
+            return _verdict(0.0, DENIES, **details)
         rule = values_equal(gold.value, answer, gold.policy)
         if rule is not None:
             return _verdict(1.0, None, rule=rule, **details)
