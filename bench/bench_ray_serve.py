@@ -138,8 +138,9 @@ def main() -> None:
     import ray
     from ray import serve
 
-    from referee.deploy import RayGroupRewarder, RayServeSettings, run
+    from referee.deploy import RayGroupRewarder, run
     from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH
+    from referee.settings import Settings
 
     os.environ[CALLBACK_ENV] = CALLBACK_PATH
     ray.init(address="local", include_dashboard=False, num_cpus=os.cpu_count(), log_to_driver=False)
@@ -147,10 +148,8 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         for replicas in (1, 2):
-            handle = run(
-                RayServeSettings(replicas=replicas, num_cpus=0.5, http_host="127.0.0.1", http_port=port),
-                overrides={"workers": 1, "sandbox": False, "log_level": "warning"},
-            )
+            ray_shape = {"replicas": replicas, "num_cpus": 0.5, "http_host": "127.0.0.1", "http_port": port}
+            handle = run(Settings(ray=ray_shape, workers=1, sandbox=False, log_level="warning"))
             deadline = time.monotonic() + 120
             while (
                 serve.status().applications["referee"].deployments["Referee"].replica_states.get("RUNNING", 0)

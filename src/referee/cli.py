@@ -33,18 +33,17 @@ def serve(
         k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
     }
     settings = Settings(**overrides)
+    configure_logging(settings.service.log_level, settings.service.log_json)
     if ray:
         from referee.deploy.ray_serve import serve_forever
 
-        configure_logging(settings.log_level, settings.log_json)
-        serve_forever(overrides=overrides)
+        serve_forever(settings)
         return
-    configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(
         create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
+        host=settings.service.host,
+        port=settings.service.port,
+        log_level=settings.service.log_level,
         # One event loop process: verifier work already runs in `workers` processes.
         workers=1,
     )

@@ -1,50 +1,95 @@
-"""Service configuration: environment variables with the `REFEREE_` prefix (or a .env file)."""
+"""Configuration: one `Settings`, read once, in sections; every component gets its section.
+
+Sections: `service` (HTTP, auth), `limits` (request sizes), `workers` (verifier processes and
+admission), `registry` (which verifiers exist: extras, plugins, registered types and their
+store, webhooks), `stats`, `sandbox` and `ray`.
+
+Each setting has one flat name, the environment variable without its `REFEREE_` prefix:
+`REFEREE_WORKERS` is `workers.count`, `REFEREE_SANDBOX_POOL_SIZE` is `sandbox.pool_size`,
+`REFEREE_STATS=false` is `stats.enabled`. A section says how its names are made (`flat_prefix`,
+plus `flat_names` where a field's name differs). Keyword arguments take the same flat names
+(`Settings(workers=1, sandbox=False)`) or whole sections (`Settings(sandbox={"pool_size": 2})`);
+precedence is arguments, then the environment, then a `.env` file, then the defaults.
+
+This module is the only place that reads the process environment (tests/test_no_environ.py).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "REFEREE_"
 
 
-def _default_workers() -> int:
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+# A list given as one comma-separated string (the environment's form) or as a list.
+CommaList = Annotated[list[str], BeforeValidator(_split_csv)]
+
+
+def _cpu_count() -> int:
     return max(1, os.cpu_count() or 1)
+
+
+def _data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path("~/.local/share").expanduser())
 
 
 def _default_db_path() -> Path:
     # Absolute, so the service finds the same registered types whatever directory it starts in.
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "referee" / "referee.db"
+    return _data_home() / "referee" / "referee.db"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="REFEREE_", env_file=".env", extra="ignore")
+class Section(BaseModel):
+    """A part of the settings. Its fields' flat names are `flat_prefix` + the field's name,
+    except those listed in `flat_names` (the first name is the field's own, others are aliases)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flat_prefix: ClassVar[str] = ""
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+
+    @classmethod
+    def names_of(cls, field: str) -> tuple[str, ...]:
+        return cls.flat_names.get(field, (cls.flat_prefix + field,))
+
+
+class ServiceSettings(Section):
+    """The HTTP service: where it listens, its log, who may call it."""
 
     host: str = Field(default="127.0.0.1", description="Bind address; loopback unless you mean it.")
     port: int = Field(default=8000, ge=0, le=65535)
-    workers: int = Field(default_factory=_default_workers, ge=1, le=256, description="Verifier processes.")
     log_level: str = "info"
     log_json: bool = False
-
-    # Time: the hard wall-clock budget of one verdict. A check that exceeds it gets score 0 with
-    # a reason, and its worker process is killed and replaced.
-    verdict_timeout_s: float = Field(default=2.0, gt=0.0, le=600.0)
-    # Memory cap (address space) of each verifier worker; a check that exceeds it gets score 0.
-    worker_memory_mb: int = Field(default=2048, ge=128)
-    # Back-pressure: verdicts queued or running before new requests get 503 + Retry-After.
-    max_pending_verdicts: int = Field(default=20000, ge=1)
-    # Admission per execution lane (cpu / sandbox / io, see scoring/admission.py): a request
-    # whose expected queueing delay in a lane exceeds this is answered 503 + Retry-After.
-    max_queue_wait_s: float = Field(default=15.0, gt=0.0, le=3600.0)
+    # Auth: `Authorization: Bearer KEY`. Admin keys register and delete types (and may score);
+    # API keys score. No key configured at all = open (local use; logged at start-up).
+    # Secrets are kept out of repr, which is also what keeps them from being forwarded.
+    admin_keys: CommaList = Field(default_factory=list, repr=False)
+    api_keys: CommaList = Field(default_factory=list, repr=False)
     # Fairness between callers: requests one key may have in flight on /v1/ (scoring, catalog,
     # registration) before more are answered 429 + Retry-After. Applies when keys are
     # configured (an open service has no callers to tell apart); 0 = no limit.
     max_concurrent_requests_per_key: int = Field(default=32, ge=0)
 
-    # Request limits (clear 4xx errors beyond them).
+
+class RequestLimits(Section):
+    """Request sizes (clear 4xx errors beyond them)."""
+
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     max_items: int = Field(default=1024, ge=1, description="Items per /v1/score batch.")
     max_groups: int = Field(default=256, ge=1, description="Groups per /v1/groups request.")
@@ -52,48 +97,56 @@ class Settings(BaseSettings):
     max_response_chars: int = Field(default=4_000_000, ge=1)
     max_components: int = Field(default=8, ge=1, description="Weighted verifiers per group.")
 
-    # "module:Class" verifier classes to register besides built-ins and entry-point plugins.
-    extra_verifiers: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    load_plugins: bool = True
-    # Start the Docker sandbox used by the `code` verifier and registered python graders
-    # (settings: REFEREE_SANDBOX_*).
-    sandbox: bool = True
 
+class WorkerSettings(Section):
+    """The verifier worker processes and the admission of work to them."""
+
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "count": ("workers",),
+        "memory_mb": ("worker_memory_mb",),
+    }
+
+    count: int = Field(default_factory=_cpu_count, ge=1, le=256, description="Verifier processes.")
+    # Time: the hard wall-clock budget of one verdict. A check that exceeds it gets score 0 with
+    # a reason, and its worker process is killed and replaced.
+    verdict_timeout_s: float = Field(default=2.0, gt=0.0, le=600.0)
+    # Memory cap (address space) of each verifier worker; a check that exceeds it gets score 0.
+    memory_mb: int = Field(default=2048, ge=128)
+    # Back-pressure: verdicts queued or running before new requests get 503 + Retry-After.
+    max_pending_verdicts: int = Field(default=20000, ge=1)
+    # Admission per execution lane (cpu / sandbox / io, see scoring/admission.py): a request
+    # whose expected queueing delay in a lane exceeds this is answered 503 + Retry-After.
+    max_queue_wait_s: float = Field(default=15.0, gt=0.0, le=3600.0)
+
+
+class RegistrySettings(Section):
+    """Which verifiers exist: installed extras and plugins, and the types registered through the
+    API (their store, quotas and the webhook policy)."""
+
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {"busy_timeout_s": ("registry_busy_timeout_s",)}
+
+    # "module:Class" verifier classes to register besides built-ins and entry-point plugins.
+    extra_verifiers: CommaList = Field(default_factory=list)
+    load_plugins: bool = True
     # Verifier types registered through the API (SQLite; created on the first registration).
     db_path: Path = Field(
         default_factory=_default_db_path, description="Default: $XDG_DATA_HOME/referee/referee.db."
     )
     # A server registry shared by several services (replicas): `postgresql://user@host/db`
-    # (the `postgres` extra). Unset: the embedded SQLite file at db_path.
-    db_url: str | None = Field(default=None, pattern=r"^postgres(?:ql)?://")
+    # (the `postgres` extra). Unset: the embedded SQLite file at db_path. Usually carries a
+    # password, hence kept out of repr (and never forwarded).
+    db_url: str | None = Field(default=None, pattern=r"^postgres(?:ql)?://", repr=False)
     # Seconds within which a type registered through one service is served by the others
     # (each re-reads the registry's change counter at most this often).
     db_refresh_s: float = Field(default=1.0, gt=0, le=60)
     # A registration waits this long for another writer's lock on the SQLite file, then gets
     # 503 + Retry-After (scoring never waits on it: reads go on under WAL).
-    registry_busy_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    busy_timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_registered_types: int = Field(default=100, ge=0, description="Active registered type names.")
     max_registered_source_bytes: int = Field(default=64 * 1024, ge=256, description="Spec or source size.")
     max_registered_examples: int = Field(default=32, ge=1)
-    # Statistics (GET /v1/stats/...): per-prompt records of the groups that carry a prompt_id
-    # and per-verifier minutes (verdicts, errors, passes, latency), kept in memory and flushed
-    # to SQLite every stats_flush_s (so they survive a restart). Per replica.
-    stats: bool = True
-    stats_db_path: Path | None = Field(default=None, description="Default: referee-stats.db beside db_path.")
-    # The memory bound: prompt records over all callers (≈ 0.5 KB each); least recently seen go.
-    stats_max_prompts: int = Field(default=100_000, ge=1, le=10_000_000)
-    stats_window_minutes: int = Field(default=1440, ge=1, le=7 * 1440, description="Verifier minutes kept.")
-    stats_max_verifiers: int = Field(default=1000, ge=1, description="Verifier names tracked.")
-    stats_flush_s: float = Field(default=5.0, gt=0.0, le=3600.0)
-    # A sample passes when its reward is at least this (so 1.0: fully right).
-    stats_pass_threshold: float = 1.0
-
-    # Auth: `Authorization: Bearer KEY`. Admin keys register and delete types (and may score);
-    # API keys score. No key configured at all = open (local use; logged at start-up).
-    admin_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
-    api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
     # Webhook verifiers: hosts they may call ("host", "host:port" or "*.domain"); empty = none.
-    webhook_allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    webhook_allowed_hosts: CommaList = Field(default_factory=list)
     webhook_timeout_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per attempt.")
     webhook_retries: int = Field(default=2, ge=0, le=5)
     webhook_max_concurrency: int = Field(default=32, ge=1, description="Calls in flight per type.")
@@ -102,26 +155,265 @@ class Settings(BaseSettings):
     # Webhook hosts are resolved at each call and the connection pinned to the address checked;
     # addresses that are not public (private, loopback, link-local, ...) are refused unless in
     # one of these networks (CIDR, e.g. "10.0.0.0/8,127.0.0.1/32").
-    webhook_allowed_networks: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    webhook_allowed_networks: CommaList = Field(default_factory=list)
     # Fernet keys encrypting webhook secrets at rest; the first encrypts, all decrypt (rotation).
     # Without one, webhook types cannot be registered.
-    secret_keys: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
+    secret_keys: CommaList = Field(default_factory=list, repr=False)
 
-    @field_validator(
-        "extra_verifiers",
-        "admin_keys",
-        "api_keys",
-        "webhook_allowed_hosts",
-        "webhook_allowed_networks",
-        "secret_keys",
-        mode="before",
+
+class StatsSettings(Section):
+    """Statistics (GET /v1/stats/...): per-prompt records of the groups that carry a prompt_id
+    and per-verifier minutes (verdicts, errors, passes, latency), kept in memory and flushed to
+    SQLite every `flush_s` (so they survive a restart). Per replica."""
+
+    flat_prefix: ClassVar[str] = "stats_"
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {"enabled": ("stats",)}
+
+    enabled: bool = True
+    db_path: Path | None = Field(default=None, description="Default: referee-stats.db beside the registry's.")
+    # The memory bound: prompt records over all callers (≈ 0.5 KB each); least recently seen go.
+    max_prompts: int = Field(default=100_000, ge=1, le=10_000_000)
+    window_minutes: int = Field(default=1440, ge=1, le=7 * 1440, description="Verifier minutes kept.")
+    max_verifiers: int = Field(default=1000, ge=1, description="Verifier names tracked.")
+    flush_s: float = Field(default=5.0, gt=0.0, le=3600.0)
+    # A sample passes when its reward is at least this (so 1.0: fully right).
+    pass_threshold: float = 1.0
+
+
+class SandboxSettings(Section):
+    """The Docker sandbox of the `code` verifier and registered python graders.
+
+    Limits default to the judging policy (2 s wall per test, 256 MB for the process tree, 64
+    processes, 1 MB of stdout, 64 KB of stderr kept, 10 s to compile).
+    """
+
+    flat_prefix: ClassVar[str] = "sandbox_"
+    # REFEREE_SANDBOX is the switch; REFEREE_SANDBOX_ENABLED, an older name, still works.
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {"enabled": ("sandbox", "sandbox_enabled")}
+
+    enabled: bool = True
+    # The image is named here and pinned by content: with `image_tag` unset the tag is the hash
+    # of the recipe this code builds (packages + supervisor + harness), so a code change never
+    # runs a stale image and nothing is ever pulled at request time.
+    image_repository: str = "referee-sandbox"
+    image_tag: str | None = None
+    # Docker endpoint; unset: the SDK's default (DOCKER_HOST, else the local socket).
+    docker_host: str | None = None
+    docker_timeout_s: float = 30.0
+    # Label value that marks this service's containers (its strays are removed at start-up).
+    # None: a value claimed in `state_dir`, unique among running services and stable across
+    # this one's restarts (see sandbox/instance.py).
+    instance: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+    state_dir: Path = Field(default_factory=lambda: _data_home() / "referee" / "sandbox")
+
+    # One warm container per program of a typical GRPO group (16): a group never waits for a
+    # container start (~160 ms each, ~7/s on 2 cores), and the pool refills while the trainer
+    # generates the next batch. Idle containers cost only their supervisor (~10 MB each).
+    pool_size: int = Field(default=16, ge=0, le=256, description="Warm containers kept started.")
+    # Tests are judged on wall-clock time: running more candidates than there are cores makes
+    # a correct program look slow. One running submission per core.
+    max_parallel: int = Field(default_factory=_cpu_count, ge=1, le=256)
+    max_starting: int = Field(default=2, ge=1, le=64, description="Container starts in flight.")
+    # A container serves up to this many programs (each under a uid of its own, the container
+    # scrubbed in between) and is retired after `max_container_age_s`: reuse takes container
+    # starts (~7/s on 2 cores, serialised by dockerd) off the path of sustained scoring.
+    max_runs_per_container: int = Field(default=64, ge=1, le=10_000)
+    max_container_age_s: float = Field(default=600.0, gt=0.0)
+    scrub_timeout_s: float = Field(default=15.0, gt=0.0, description="Wait for a scrubbed container.")
+    start_timeout_s: float = 30.0
+    acquire_timeout_s: float = 60.0
+    retry_interval_s: float = 5.0
+    # Submissions waiting for a run slot; beyond this, new ones fail at once ("sandbox
+    # overloaded", status error) instead of piling up in memory.
+    max_queued: int = Field(default=1024, ge=1)
+
+    time_limit_s: float = 2.0
+    memory_limit_mb: int = 256
+    max_processes: int = 64
+    stdout_limit_bytes: int = 1 << 20
+    result_limit_bytes: int = Field(default=16 << 20, ge=1 << 16, le=256 << 20)
+    stderr_keep_bytes: int = 64 << 10
+    compile_timeout_s: float = 10.0
+    # The supervisor (a small Python process) shares the container's memory cgroup with the
+    # candidate; the container limit is the policy's limit plus this.
+    supervisor_memory_mb: int = 24
+    cpus: float = 1.0
+    workdir_size_mb: int = 64
+    tmp_size_mb: int = 64
+    file_size_limit_mb: int = 64
+    open_files: int = 256
+    max_source_bytes: int = 1 << 20
+
+    # Image build (`referee sandbox build`).
+    cache_dir: Path = Field(default_factory=lambda: Path("~/.cache/referee/sandbox").expanduser())
+    debian_suite: str = "bookworm"
+    debian_mirror: str = "http://deb.debian.org/debian"
+    dockerfile_base: str = "debian:bookworm-slim"
+
+    def container_memory_mb(self, memory_limit_mb: int | None = None) -> int:
+        return (memory_limit_mb or self.memory_limit_mb) + self.supervisor_memory_mb
+
+
+class RaySettings(Section):
+    """The shape of the Ray Serve deployment (`referee serve --ray`); only the process that
+    deploys reads it, and it is not forwarded to the replicas."""
+
+    flat_prefix: ClassVar[str] = "ray_"
+
+    app_name: str = Field(default="referee", description="Serve application name.")
+    route_prefix: str = Field(default="/", description="HTTP route prefix of the application.")
+    replicas: int = Field(default=1, ge=1, description="Fixed number of replicas (no autoscaling).")
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Set to autoscale between min_replicas and this on ongoing requests."
     )
+    min_replicas: int = Field(default=1, ge=0)
+    target_ongoing_requests: float = Field(
+        default=4.0, gt=0, description="Autoscaling target of in-flight requests per replica."
+    )
+    max_ongoing_requests: int = Field(
+        default=64, ge=1, description="Requests one replica accepts at once (its admission queues them)."
+    )
+    num_cpus: float = Field(
+        default=1.0,
+        ge=0,
+        description="CPUs Ray reserves per replica; give it REFEREE_WORKERS so replicas do not share cores.",
+    )
+    node_resource: str | None = Field(
+        default=None,
+        description="A custom resource (e.g. `docker`) that places replicas only on nodes started with it.",
+    )
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to join (`auto`, `ray://…`); none: RAY_ADDRESS, else a local cluster.",
+    )
+    http_host: str | None = Field(default=None, description="Proxy bind address (default REFEREE_HOST).")
+    http_port: int | None = Field(default=None, description="Proxy port (default REFEREE_PORT).")
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "service": ServiceSettings,
+    "limits": RequestLimits,
+    "workers": WorkerSettings,
+    "registry": RegistrySettings,
+    "stats": StatsSettings,
+    "sandbox": SandboxSettings,
+    "ray": RaySettings,
+}
+
+
+def _flat_names() -> dict[str, tuple[str, str]]:
+    """flat name -> (section, field), for every field of every section."""
+    table: dict[str, tuple[str, str]] = {}
+    for section, model in SECTIONS.items():
+        for field in model.model_fields:
+            for name in model.names_of(field):
+                if name in table:
+                    raise AssertionError(f"flat setting name {name!r} is used twice")
+                table[name] = (section, field)
+    return table
+
+
+FLAT_NAMES = _flat_names()
+
+
+class UnknownSetting(TypeError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown setting {name!r} (flat names: REFEREE_ variables without the prefix)")
+
+
+def nest(values: Mapping[str, Any], *, strict: bool = True) -> dict[str, Any]:
+    """Flat names and whole sections -> {section: {field: value}}. A section given as a model
+    contributes the fields it set, so what it leaves unset still comes from the environment.
+    Unknown names raise UnknownSetting when `strict`, else are left out (the environment holds
+    REFEREE_ variables of other programs, REFEREE_URL for one)."""
+    nested: dict[str, dict[str, Any]] = {}
+    for raw_name, value in values.items():
+        name = raw_name.lower()
+        if name in SECTIONS and isinstance(value, BaseModel | Mapping):
+            fields = value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else dict(value)
+            nested.setdefault(name, {}).update(fields)
+        elif name in FLAT_NAMES:
+            section, field = FLAT_NAMES[name]
+            nested.setdefault(section, {})[field] = value
+        elif strict:
+            raise UnknownSetting(raw_name)
+    return dict(nested)
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """The REFEREE_* variables that an environment source (the process's, or a .env file's)
+    holds, under their flat names, nested into sections."""
+
+    def __init__(self, settings_cls: type[BaseSettings], source: EnvSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ reads every variable at once
+
+    def __call__(self) -> dict[str, Any]:
+        prefix = ENV_PREFIX.lower()
+        flat = {
+            name[len(prefix) :]: value
+            for name, value in self._source.env_vars.items()
+            if name.lower().startswith(prefix) and value is not None
+        }
+        return nest(flat, strict=False)
+
+
+def _section(model: type[Section]) -> Any:
+    return Field(default_factory=model)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="forbid")
+
+    service: ServiceSettings = _section(ServiceSettings)
+    limits: RequestLimits = _section(RequestLimits)
+    workers: WorkerSettings = _section(WorkerSettings)
+    registry: RegistrySettings = _section(RegistrySettings)
+    stats: StatsSettings = _section(StatsSettings)
+    sandbox: SandboxSettings = _section(SandboxSettings)
+    ray: RaySettings = _section(RaySettings)
+
+    def __init__(self, **values: Any) -> None:
+        # pydantic-settings' own options (`_env_file`, ...) pass through; everything else is
+        # a flat name or a section.
+        options = {k: v for k, v in values.items() if k.startswith("_")}
+        settings = nest({k: v for k, v in values.items() if not k.startswith("_")})
+        super().__init__(**options, **settings)
+
     @classmethod
-    def _split_csv(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        assert isinstance(env_settings, EnvSettingsSource) and isinstance(dotenv_settings, EnvSettingsSource)
+        return (
+            init_settings,
+            _FlatEnvironment(settings_cls, env_settings),
+            _FlatEnvironment(settings_cls, dotenv_settings),
+        )
 
     def stats_path(self) -> Path:
-        """Where statistics are persisted: stats_db_path, else beside the registry's file."""
-        return self.stats_db_path or self.db_path.with_name("referee-stats.db")
+        """Where statistics are persisted: stats.db_path, else beside the registry's file."""
+        return self.stats.db_path or self.registry.db_path.with_name("referee-stats.db")
+
+    def shared(self) -> dict[str, Any]:
+        """What another process of the same service (a Ray replica) should adopt: the values
+        set here explicitly (arguments, environment, .env), as JSON, without secrets (the
+        fields kept out of repr: they reach a replica through its own node's environment,
+        not through the cluster's stored application arguments) and without the `ray`
+        section (the deployment's shape, not the service's)."""
+        secrets = {
+            name: {field for field, info in model.model_fields.items() if not info.repr}
+            for name, model in SECTIONS.items()
+        }
+        exclude: dict[str, Any] = {name: fields for name, fields in secrets.items() if fields}
+        exclude["ray"] = True
+        shared: dict[str, Any] = self.model_dump(mode="json", exclude_unset=True, exclude=exclude)
+        return shared

@@ -33,5 +33,5 @@ async def cpu_scoring() -> AsyncIterator[ScoreGroups]:
 @pytest.fixture
 async def code_scoring(audit_sandbox_image: str) -> AsyncIterator[ScoreGroups]:
     settings = make_sandbox_settings(instance=AUDIT_INSTANCE, pool_size=2, max_parallel=2)
-    async with in_process(Settings(workers=1, sandbox=False), sandbox=settings) as score:
+    async with in_process(Settings(workers=1, sandbox=settings)) as score:
         yield score

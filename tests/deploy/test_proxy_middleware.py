@@ -12,7 +12,6 @@ import pytest
 
 from referee.client import AsyncClient
 from referee.deploy.proxy import ReplicaLossRetry, middlewares
-from referee.deploy.ray_serve import forwarded_env
 from referee.models import GroupResult, GroupsResponse, Verdict, VerdictStatus
 
 
@@ -119,16 +118,3 @@ async def test_the_apps_own_answers_and_other_routes_pass_through() -> None:
 def test_the_callback_returns_starlette_middleware() -> None:
     (middleware,) = middlewares()
     assert middleware.cls is ReplicaLossRetry
-
-
-def test_secrets_are_not_forwarded_to_the_replicas() -> None:
-    env = {
-        "REFEREE_WORKERS": "3",
-        "REFEREE_ADMIN_KEYS": "a",
-        "REFEREE_API_KEYS": "b",
-        "REFEREE_SECRET_KEYS": "c",
-        "REFEREE_DB_URL": "postgresql://referee:hunter2@db/referee",
-        "REFEREE_RAY_REPLICAS": "2",
-        "HOME": "/root",
-    }
-    assert forwarded_env(env) == {"REFEREE_WORKERS": "3"}

@@ -26,7 +26,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from referee.client import AsyncClient, RefereeHTTPError
-from referee.deploy import RayGroupRewarder, RayServeSettings, run
+from referee.deploy import RayGroupRewarder, run
 from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH
 from referee.deploy.ray_serve import DEPLOYMENT_NAME
 from referee.models import GroupResult, GroupSpec
@@ -80,10 +80,8 @@ def cluster() -> Iterator[Cluster]:
     )
     try:
         port = free_port()
-        handle = run(
-            RayServeSettings(replicas=2, num_cpus=0.5, http_host="127.0.0.1", http_port=port),
-            overrides=_settings(),
-        )
+        ray_shape = {"replicas": 2, "num_cpus": 0.5, "http_host": "127.0.0.1", "http_port": port}
+        handle = run(Settings(ray=ray_shape, **_settings()))
         yield Cluster(f"http://127.0.0.1:{port}", handle)
     finally:
         serve.shutdown()

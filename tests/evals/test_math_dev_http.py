@@ -62,7 +62,7 @@ async def test_pathological_and_normal_requests_concurrently(server: BackgroundS
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
         results = await asyncio.gather(*(score(c, row) for row in pathological + normal))
-    budget = server.settings.verdict_timeout_s  # 2 s: the suite's server
+    budget = server.settings.workers.verdict_timeout_s  # 2 s: the suite's server
     for row, verdict, _ in results:
         assert verdict["status"] == "ok", verdict
         # At most the budget, give or take the kill's own latency.
@@ -96,5 +96,7 @@ def test_injections_never_run_and_score_zero(
         timeout=60,
     ).json()
     assert verdict["status"] == "ok" and verdict["score"] == 0.0
-    assert time.monotonic() - start < server.settings.verdict_timeout_s + within(0.5)  # the budget, plus HTTP
+    assert time.monotonic() - start < server.settings.workers.verdict_timeout_s + within(
+        0.5
+    )  # the budget, plus HTTP
     assert not marker.exists()

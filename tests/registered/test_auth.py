@@ -66,10 +66,10 @@ def test_open_mode_without_keys(http: httpx.Client) -> None:
 
 
 def test_role_resolution_unit() -> None:
-    auth = Auth(registered_settings(Path("unused.db"), admin_keys=["a" * 8], api_keys=["b" * 8]))
+    auth = Auth(registered_settings(Path("unused.db"), admin_keys=["a" * 8], api_keys=["b" * 8]).service)
     assert auth.role_of("Bearer " + "a" * 8) is Role.admin
     assert auth.role_of("bearer " + "b" * 8) is Role.client
     for header in (None, "", "Bearer", "Bearer " + "a" * 7, "Token " + "a" * 8):
         with pytest.raises(AuthError):
             auth.role_of(header)
-    assert Auth(registered_settings(Path("unused.db"))).open
+    assert Auth(registered_settings(Path("unused.db")).service).open

@@ -161,7 +161,7 @@ async def test_circuit_breaker_opens_and_recovers(webhook: Webhook, tmp_path: Pa
 
 async def test_cancelled_trial_call_does_not_wedge_the_breaker(webhook: Webhook, tmp_path: Path) -> None:
     clock = FakeClock()
-    settings = registered_settings(tmp_path / "db.sqlite", webhook_timeout_s=5.0)
+    settings = registered_settings(tmp_path / "db.sqlite", webhook_timeout_s=5.0).registry
     runtime = WebhookRuntime(settings, clock=clock)
     url = webhook.url("/slow")
     cls = build_class("hook.cancel", "1", {"url": url}, WEBHOOK_SECRET, None, runtime)

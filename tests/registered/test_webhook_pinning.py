@@ -42,7 +42,7 @@ async def _judge(runtime: WebhookRuntime, url: str, response: str = "red green")
 def _runtime(tmp_path: Path, dns: RebindingDNS, **settings: Any) -> WebhookRuntime:
     base: dict[str, Any] = {"webhook_allowed_hosts": ["hook.test"], "webhook_allowed_networks": []}
     base.update(settings)
-    return WebhookRuntime(registered_settings(tmp_path / "db.sqlite", **base), resolver=dns)
+    return WebhookRuntime(registered_settings(tmp_path / "db.sqlite", **base).registry, resolver=dns)
 
 
 async def test_private_addresses_are_refused_unless_allowed(webhook: Webhook, tmp_path: Path) -> None:

@@ -25,7 +25,11 @@ async def test_a_long_test_set_is_judged_whatever_the_verdict_budget(
     # far beyond a 0.5-s per-verdict budget, yet every test is within its own 2-s limit.
     settings = Settings(workers=1, sandbox=False, verdict_timeout_s=0.5)
     scorer = Scorer(
-        settings, load_installed(plugins=False), WorkerPool(settings), Resources(sandbox=one_container)
+        settings.limits,
+        settings.workers,
+        load_installed(plugins=False),
+        WorkerPool(settings.workers, settings.registry),
+        Resources(sandbox=one_container),
     )
     tests = [{"input": f"{i} 1\n", "output": f"{i + 1}\n"} for i in range(8)]
     group = GroupSpec(

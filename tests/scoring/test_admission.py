@@ -130,7 +130,8 @@ async def test_the_engine_refuses_before_any_work_and_releases_when_done(
     Held.gate = asyncio.Event()
     admission = Admission(max_queue_wait_s=1.0, prior_rates=PRIORS, clock=clock)
     pool = FakePool()
-    scorer = Scorer(Settings(workers=1, sandbox=False), installed, pool, admission=admission)  # type: ignore[arg-type]
+    settings = Settings(workers=1, sandbox=False)
+    scorer = Scorer(settings.limits, settings.workers, installed, pool, admission=admission)  # type: ignore[arg-type]
     held = GroupSpec(verifier="test.held", reference=None, responses=["1"] * 16)
     first = asyncio.create_task(scorer.score_groups([held, held], AdvantageConfig()))
     # 3.2 s ahead at 10 programs/s

@@ -99,7 +99,7 @@ def scorer(pool: FakePool) -> Iterator[Scorer]:
     # What a worker process would have loaded with these extras configured.
     previous = worker_module.use_installed(installed)
     settings = Settings(workers=1, sandbox=False, max_groups=4, max_group_size=8, max_response_chars=100)
-    yield Scorer(settings, installed, pool)  # type: ignore[arg-type]
+    yield Scorer(settings.limits, settings.workers, installed, pool)  # type: ignore[arg-type]
     worker_module.use_installed(previous)
 
 
@@ -185,8 +185,10 @@ async def test_async_verifiers_run_in_process_with_a_budget(scorer: Scorer, pool
 
 async def test_observer_sees_every_verdict(pool: FakePool) -> None:
     seen: list[tuple[str, str]] = []
+    settings = Settings(workers=1, sandbox=False)
     scorer = Scorer(
-        Settings(workers=1, sandbox=False),
+        settings.limits,
+        settings.workers,
         load_installed(plugins=False),
         pool,  # type: ignore[arg-type]
         observer=lambda verdict, name: seen.append((name, verdict.status.value)),

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 from referee.client import AsyncClient
 from referee.models import AdvantageConfig, GroupResult, GroupSpec
-from referee.sandbox import SandboxPool, SandboxSettings, SandboxUnavailable
+from referee.sandbox import SandboxPool, SandboxUnavailable
 from referee.scoring import Scorer, WorkerPool
 from referee.settings import Settings
 from referee.verifiers import Resources, load_installed
@@ -33,26 +33,22 @@ def scorer_backend(scorer: Scorer, owner: object = "audit") -> ScoreGroups:
 
 
 @asynccontextmanager
-async def in_process(
-    settings: Settings | None = None,
-    *,
-    sandbox: SandboxSettings | None = None,
-) -> AsyncIterator[ScoreGroups]:
+async def in_process(settings: Settings | None = None) -> AsyncIterator[ScoreGroups]:
     """The built-in verifiers in this process: a worker pool of `settings.workers` processes and,
-    when `sandbox` settings are given, a sandbox pool started from them (needed by `code`)."""
+    when `settings.sandbox` is enabled, a sandbox pool started from it (needed by `code`)."""
     settings = settings or Settings(sandbox=False)
-    pool = WorkerPool(settings)
+    pool = WorkerPool(settings.workers, settings.registry)
     pool.start()
     sandbox_pool: SandboxPool | None = None
     try:
-        if sandbox is not None:
-            sandbox_pool = SandboxPool(sandbox)
+        if settings.sandbox.enabled:
+            sandbox_pool = SandboxPool(settings.sandbox)
             await sandbox_pool.start()
             healthy, why = sandbox_pool.health()
             if not healthy:  # every code verdict would be an error: say so once, up front
                 raise SandboxUnavailable(f"the code sandbox is unavailable: {why}")
-        installed = load_installed(settings.extra_verifiers, plugins=settings.load_plugins)
-        scorer = Scorer(settings, installed, pool, Resources(sandbox=sandbox_pool))
+        installed = load_installed(settings.registry.extra_verifiers, plugins=settings.registry.load_plugins)
+        scorer = Scorer(settings.limits, settings.workers, installed, pool, Resources(sandbox=sandbox_pool))
         yield scorer_backend(scorer)
     finally:
         pool.close()

@@ -17,7 +17,7 @@ from referee.audit.report import write_reports
 from referee.audit.run import run_audit
 from referee.audit.strength import MAX_MUTANTS, MAX_SURVIVAL, load_problems, run_strength
 from referee.client import AsyncClient
-from referee.sandbox import SandboxSettings, SandboxUnavailable
+from referee.sandbox import SandboxUnavailable
 from referee.settings import Settings
 
 app = typer.Typer(
@@ -41,9 +41,7 @@ async def _backend(
         async with AsyncClient(url, api_key=api_key, timeout=600) as client:
             yield over_http(client)
         return
-    async with in_process(
-        Settings(workers=workers, sandbox=False), sandbox=SandboxSettings() if sandbox else None
-    ) as score:
+    async with in_process(Settings(workers=workers, sandbox=sandbox)) as score:
         yield score
 
 

@@ -6,12 +6,11 @@ Needs the `ray` extra (`pip install 'referee[ray]'`). Other packages use only th
 """
 
 from referee.deploy.ray_rewarder import HandleScorer, RayGroupRewarder
-from referee.deploy.ray_serve import RayServeSettings, RefereeDeployment, build_app, get_handle, run
+from referee.deploy.ray_serve import RefereeDeployment, build_app, get_handle, run
 
 __all__ = [
     "HandleScorer",
     "RayGroupRewarder",
-    "RayServeSettings",
     "RefereeDeployment",
     "build_app",
     "get_handle",

@@ -32,7 +32,7 @@ from referee.registered import declarative, python_grader, webhook
 from referee.registered.api import RegisterExample, RegisterRequest, VersionInfo
 from referee.registered.secrets_box import SecretBox, SecretUnavailable
 from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
-from referee.settings import Settings
+from referee.settings import RegistrySettings
 from referee.verifiers.base import Verifier
 from referee.verifiers.installed import InstalledVerifiers, UnknownVerifier
 
@@ -89,7 +89,9 @@ def _spec_errors(exc: ValidationError | ValueError) -> list[dict[str, Any]]:
 
 
 class VerifierCatalog:
-    def __init__(self, settings: Settings, installed: InstalledVerifiers, store: VerifierStore) -> None:
+    def __init__(
+        self, settings: RegistrySettings, installed: InstalledVerifiers, store: VerifierStore
+    ) -> None:
         self.settings = settings
         self.installed = installed
         self.store = store

@@ -38,7 +38,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from referee.registered.refschema import reference_type_for, registered_class
-from referee.settings import Settings
+from referee.settings import RegistrySettings
 from referee.verifiers.base import AsyncVerifier, Check, Resources, VerifierError
 
 SIGNATURE_HEADER = "X-Referee-Signature"
@@ -134,7 +134,7 @@ def signature(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},v1={mac}"
 
 
-def _attempts_budget(spec: WebhookSpec, settings: Any) -> float:
+def _attempts_budget(spec: WebhookSpec, settings: RegistrySettings) -> float:
     timeout = spec.timeout_s or settings.webhook_timeout_s
     retries = settings.webhook_retries if spec.retries is None else spec.retries
     return timeout * (retries + 1) + 2.0 * retries + 1.0
@@ -183,7 +183,7 @@ class WebhookRuntime:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: RegistrySettings,
         *,
         clock: Callable[[], float] = time.monotonic,
         resolver: Resolver = resolve_host,

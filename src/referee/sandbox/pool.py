@@ -137,7 +137,7 @@ class SandboxPool:
 
     async def start(self) -> None:
         if not self.settings.enabled:
-            self._reason = "sandbox disabled (REFEREE_SANDBOX_ENABLED=false)"
+            self._reason = "sandbox disabled (REFEREE_SANDBOX=false)"
             return
         if self.settings.instance is None:
             try:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from referee.errors import DomainError, ErrorKind
-from referee.settings import Settings
+from referee.settings import WorkerSettings
 from referee.verifiers.base import Lane
 
 LANES: tuple[Lane, ...] = ("cpu", "sandbox", "io")
@@ -106,11 +106,11 @@ class Admission:
         self.refused: dict[Lane, int] = dict.fromkeys(LANES, 0)
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> Admission:
+    def for_workers(cls, workers: WorkerSettings) -> Admission:
         """Priors until measured: a verdict per worker every 2 ms (math and logic checks take
         about 1 ms), ten programs a second, fifty calls out."""
-        priors: dict[Lane, float] = {"cpu": 500.0 * settings.workers, "sandbox": 10.0, "io": 50.0}
-        return cls(settings.max_queue_wait_s, priors)
+        priors: dict[Lane, float] = {"cpu": 500.0 * workers.count, "sandbox": 10.0, "io": 50.0}
+        return cls(workers.max_queue_wait_s, priors)
 
     def _tick(self, state: LaneState) -> None:
         """Account the time since the last event: busy time if work was in flight; decay."""

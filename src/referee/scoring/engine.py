@@ -31,7 +31,7 @@ from referee.models import (
 )
 from referee.scoring.admission import Admission
 from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool
-from referee.settings import Settings
+from referee.settings import RequestLimits, WorkerSettings
 from referee.verifiers.base import AsyncVerifier, Check, Lane, Resources, Verifier, VerifierError
 from referee.verifiers.installed import InstalledVerifiers
 
@@ -60,7 +60,8 @@ def _pydantic_errors(exc: ValidationError, loc: Loc) -> list[dict[str, Any]]:
 class Scorer:
     def __init__(
         self,
-        settings: Settings,
+        limits: RequestLimits,
+        workers: WorkerSettings,
         installed: InstalledVerifiers,
         pool: WorkerPool,
         resources: Resources | None = None,
@@ -68,7 +69,8 @@ class Scorer:
         resolver: Callable[[str], Verifier] | None = None,
         admission: Admission | None = None,
     ) -> None:
-        self.settings = settings
+        self.limits = limits
+        self.workers = workers
         self.installed = installed
         # Name -> verifier. The service passes its catalog's resolver (installed verifiers, then types
         # registered through the API, `name@N` pinned); raises UnknownVerifier.
@@ -76,7 +78,7 @@ class Scorer:
         self.pool = pool
         self.resources = resources or Resources()
         self._observe = observer or (lambda verdict, name: None)
-        self.admission = admission or Admission.for_settings(settings)
+        self.admission = admission or Admission.for_workers(workers)
 
     # ---- validation ----------------------------------------------------------------------
 
@@ -103,7 +105,7 @@ class Scorer:
         return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json())
 
     def _check_responses(self, responses: Sequence[str], loc: Loc, *, indexed: bool = True) -> None:
-        limit = self.settings.max_response_chars
+        limit = self.limits.max_response_chars
         errors = [
             {
                 "loc": [*loc, i] if indexed else list(loc),
@@ -140,7 +142,7 @@ class Scorer:
         qualified = verifier.qualified_name()
         if isinstance(verifier, AsyncVerifier):
             return await self._run_async(job, responses)
-        budget = verifier.time_budget_s or self.settings.verdict_timeout_s
+        budget = verifier.time_budget_s or self.workers.verdict_timeout_s
         outcomes = await asyncio.gather(
             *(
                 self.pool.run(verifier.worker_ref(), job.reference_json, job.options_json, r, budget, owner)
@@ -159,7 +161,7 @@ class Scorer:
         # A verifier that bounds itself (the sandbox: per-test limits, each with its own
         # host-side deadline) gets none: its wall time includes queueing for a container,
         # which is not the candidate's doing and must never turn a verdict into "no verdict".
-        per_verdict = verifier.time_budget_s or self.settings.verdict_timeout_s
+        per_verdict = verifier.time_budget_s or self.workers.verdict_timeout_s
         budget = None if verifier.bounds_itself else per_verdict * max(1, len(responses))
         try:
             prepared = verifier.prepare(job.reference, job.options)
@@ -212,7 +214,7 @@ class Scorer:
     ) -> list[Verdict]:
         """Score independent items; `batch` says whether field paths are prefixed by items[i].
         `owner` (the caller's key) is who the work is admitted and queued for."""
-        _limit(("items",), "items", len(items), self.settings.max_items)
+        _limit(("items",), "items", len(items), self.limits.max_items)
         jobs = []
         for i, item in enumerate(items):
             item_loc: Loc = ("items", i) if batch else ()
@@ -250,7 +252,7 @@ class Scorer:
         on_invalid: OnInvalid = "reject",
         owner: Hashable = None,
     ) -> list[GroupResult]:
-        limits = self.settings
+        limits = self.limits
         _limit(("groups",), "groups", len(groups), limits.max_groups)
         planned: list[list[tuple[VerifierComponent, list[_Job]]] | DomainError] = []
         total = 0
@@ -268,7 +270,7 @@ class Scorer:
                 planned.append(exc)
                 continue
             total += len(group.responses) * len(components)
-        _limit(("groups",), "verdicts in one request", total, limits.max_pending_verdicts)
+        _limit(("groups",), "verdicts in one request", total, self.workers.max_pending_verdicts)
         self.pool.check_capacity(total)
         runnable = [plan for plan in planned if not isinstance(plan, DomainError)]
         self._admit([(job, 1) for plan in runnable for _, jobs in plan for job in jobs], owner)

@@ -31,7 +31,7 @@ import structlog
 from referee.errors import DomainError, ErrorKind
 from referee.scoring import worker
 from referee.scoring.fair import FairTurns
-from referee.settings import Settings
+from referee.settings import RegistrySettings, WorkerSettings
 from referee.verifiers import BUILTIN_MODULES
 
 log = structlog.get_logger(__name__)
@@ -66,8 +66,9 @@ class PoolOverloaded(DomainError):
 
 
 class WorkerPool:
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+    def __init__(self, settings: WorkerSettings, registry: RegistrySettings) -> None:
+        self.settings = settings
+        self._registry = registry
         self._pool: pebble.ProcessPool | None = None
         self.pending = 0
         self.timeouts = 0
@@ -76,12 +77,12 @@ class WorkerPool:
         self._rebuild_lock = threading.Lock()
         # Checks handed to pebble at once: enough to keep every worker busy, few enough that
         # the turn order (not pebble's first-come queue) decides who runs next.
-        self.turns = FairTurns(SLOTS_PER_WORKER * settings.workers)
+        self.turns = FairTurns(SLOTS_PER_WORKER * settings.count)
         self._longest_budget = 0.0
 
     @property
     def size(self) -> int:
-        return self._settings.workers
+        return self.settings.count
 
     def start(self) -> None:
         self._pool = self._new_pool()
@@ -92,12 +93,12 @@ class WorkerPool:
         # A dead forkserver is started again by multiprocessing on the next process start.
         context.set_forkserver_preload(["referee.scoring.worker", *BUILTIN_MODULES])
         return pebble.ProcessPool(
-            max_workers=self._settings.workers,
+            max_workers=self.settings.count,
             initializer=worker.init_worker,
             initargs=(
-                list(self._settings.extra_verifiers),
-                self._settings.load_plugins,
-                self._settings.worker_memory_mb,
+                list(self._registry.extra_verifiers),
+                self._registry.load_plugins,
+                self.settings.memory_mb,
             ),
             context=context,
         )
@@ -152,9 +153,9 @@ class WorkerPool:
         return self._pool
 
     def check_capacity(self, count: int) -> None:
-        if self.pending + count > self._settings.max_pending_verdicts:
+        if self.pending + count > self.settings.max_pending_verdicts:
             raise PoolOverloaded(
-                f"{self.pending} verdicts pending; limit {self._settings.max_pending_verdicts}"
+                f"{self.pending} verdicts pending; limit {self.settings.max_pending_verdicts}"
             )
 
     def _schedule(self, args: tuple[Any, ...], timeout_s: float) -> tuple[pebble.ProcessPool, Any]:

@@ -16,7 +16,7 @@ import referee
 from referee.logs import ensure_logging
 from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
-from referee.sandbox import SandboxPool, SandboxSettings
+from referee.sandbox import SandboxPool
 from referee.scoring import Admission, Scorer, WorkerPool
 from referee.service.auth import install_auth
 from referee.service.body_limit import BodySizeLimit
@@ -38,9 +38,9 @@ async def _start_sandbox(settings: Settings) -> SandboxPool | None:
     """The code sandbox is a resource of the `code` verifier and of registered python graders.
     It never blocks start-up: if Docker is unreachable, the pool records why and their verdicts
     come back as errors."""
-    if not settings.sandbox:
+    if not settings.sandbox.enabled:
         return None
-    pool = SandboxPool(SandboxSettings())
+    pool = SandboxPool(settings.sandbox)
     await pool.start()
     return pool
 
@@ -104,26 +104,27 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     """Build the app. Given `resources` (a sandbox the caller owns) replace those the app
     would otherwise start and stop itself."""
     settings = settings or Settings()
-    ensure_logging(settings.log_level, settings.log_json)
-    installed = load_installed(settings.extra_verifiers, plugins=settings.load_plugins)
-    pool = WorkerPool(settings)
-    admission = Admission.for_settings(settings)
+    ensure_logging(settings.service.log_level, settings.service.log_json)
+    registry = settings.registry
+    installed = load_installed(registry.extra_verifiers, plugins=registry.load_plugins)
+    pool = WorkerPool(settings.workers, registry)
+    admission = Admission.for_workers(settings.workers)
     metrics = Metrics(pool, admission)
     # Built-ins plus the types registered through the API (persisted at settings.db_path).
     store: VerifierStore = (
-        PostgresStore(settings.db_url, refresh_s=settings.db_refresh_s)
-        if settings.db_url
-        else SQLiteStore(settings.db_path, busy_timeout_s=settings.registry_busy_timeout_s)
+        PostgresStore(registry.db_url, refresh_s=registry.db_refresh_s)
+        if registry.db_url
+        else SQLiteStore(registry.db_path, busy_timeout_s=registry.busy_timeout_s)
     )
-    catalog = VerifierCatalog(settings, installed, store)
+    catalog = VerifierCatalog(registry, installed, store)
     stats = (
         Statistics(
-            max_prompts=settings.stats_max_prompts,
-            window_minutes=settings.stats_window_minutes,
-            max_verifiers=settings.stats_max_verifiers,
-            pass_threshold=settings.stats_pass_threshold,
+            max_prompts=settings.stats.max_prompts,
+            window_minutes=settings.stats.window_minutes,
+            max_verifiers=settings.stats.max_verifiers,
+            pass_threshold=settings.stats.pass_threshold,
         )
-        if settings.stats
+        if settings.stats.enabled
         else None
     )
 
@@ -150,7 +151,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
             if stats is not None and stats_store is not None:
                 stack.push_async_callback(_final_flush, stats, stats_store)
                 flusher = asyncio.create_task(
-                    _flush_statistics(stats, stats_store, settings.stats_flush_s), name="referee-stats-flush"
+                    _flush_statistics(stats, stats_store, settings.stats.flush_s), name="referee-stats-flush"
                 )
                 stack.callback(flusher.cancel)
             in_use = resources
@@ -160,7 +161,8 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
                     stack.push_async_callback(sandbox.close)
                 in_use = Resources(sandbox=sandbox)
             app.state.scorer = Scorer(
-                settings,
+                settings.limits,
+                settings.workers,
                 installed,
                 pool,
                 resources=in_use,
@@ -171,7 +173,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
             auth.log_mode()
             log.info(
                 "referee_started",
-                workers=settings.workers,
+                workers=settings.workers.count,
                 verifiers=catalog.names(),
                 secrets_resealed=resealed,
             )
@@ -188,7 +190,7 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
     app.state.catalog = catalog
     app.state.stats = stats
     install_error_handlers(app)
-    auth = install_auth(app, settings)
+    auth = install_auth(app, settings.service)
     app.include_router(router)
     app.include_router(registration_router)
     app.include_router(audits_router)
@@ -210,5 +212,5 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         metrics.request_latency.labels(path).observe(time.perf_counter() - start)
         return response
 
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)
     return app

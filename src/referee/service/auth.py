@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from referee.errors import DomainError, ErrorKind
 from referee.service.errors import domain_error_response
-from referee.settings import Settings
+from referee.settings import ServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +49,7 @@ def _digest(key: str) -> bytes:
 
 
 class Auth:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServiceSettings) -> None:
         self._admin = [_digest(k) for k in settings.admin_keys if k]
         self._api = [_digest(k) for k in settings.api_keys if k]
         self.open = not self._admin and not self._api
@@ -144,7 +144,7 @@ class KeyGate:
                 del self.in_flight[key]
 
 
-def install_auth(app: FastAPI, settings: Settings) -> Auth:
+def install_auth(app: FastAPI, settings: ServiceSettings) -> Auth:
     """Refusals are `AuthError`s: `KeyGate` answers them itself (before the body is read), the
     routes' dependencies through the service's one `DomainError` handler; same body either way."""
     auth = Auth(settings)

@@ -27,12 +27,13 @@ class BackgroundServer:
         self, settings: Settings | None = None, *, port: int | None = None, startup_timeout_s: float = 120.0
     ) -> None:
         base = settings or Settings()
-        self.settings = base.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
+        service = base.service.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
+        self.settings = base.model_copy(update={"service": service})
         self._timeout = startup_timeout_s
         config = uvicorn.Config(
             create_app(self.settings),
-            host=self.settings.host,
-            port=self.settings.port,
+            host=service.host,
+            port=service.port,
             log_level="warning",
             lifespan="on",
         )
@@ -41,7 +42,7 @@ class BackgroundServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.settings.host}:{self.settings.port}"
+        return f"http://{self.settings.service.host}:{self.settings.service.port}"
 
     def start(self) -> BackgroundServer:
         self._thread.start()

@@ -169,7 +169,7 @@ async def openrlhf_reward(
             record_groups(stats_of(request), owner, chunk, results)
             return results
 
-        policy = ChunkPolicy(scorer.settings.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
+        policy = ChunkPolicy(scorer.limits.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)
         return await score_in_chunks(score, specs, policy)
 
     which: Turns = turns if turns in ("last", "all") else int(turns)

@@ -12,9 +12,7 @@ option's, else the service's (1 MiB); a problem whose expected output exceeds it
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import os
 import re
 import signal
 from collections.abc import Sequence
@@ -38,6 +36,7 @@ from referee.sandbox.protocol import (
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.scripts import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
+from referee.settings import Settings
 from referee.verifiers import extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
@@ -249,18 +248,14 @@ class Prepared:
     notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
 
 
-@functools.lru_cache(maxsize=8)
-def _service_output_limit(_env_value: str | None) -> int:
-    try:
-        return SandboxSettings().stdout_limit_bytes
-    except ValueError:  # a sandbox environment that does not validate: the pool will say so
-        return int(SandboxSettings.model_fields["stdout_limit_bytes"].default)
-
-
 def service_output_limit() -> int:
     """The service's stdout cap per test, as its sandbox reads it at start-up
-    (REFEREE_SANDBOX_STDOUT_LIMIT_BYTES, default 1 MiB)."""
-    return _service_output_limit(os.environ.get("REFEREE_SANDBOX_STDOUT_LIMIT_BYTES"))
+    (REFEREE_SANDBOX_STDOUT_LIMIT_BYTES, default 1 MiB). Read from the settings at each call:
+    `validate_inputs` is a class method, so no configured instance can hold it."""
+    try:
+        return Settings().sandbox.stdout_limit_bytes
+    except ValueError:  # settings that do not validate: the service says so at start-up
+        return int(SandboxSettings.model_fields["stdout_limit_bytes"].default)
 
 
 def largest_expected_output(reference: CodeReference) -> tuple[int, int]:

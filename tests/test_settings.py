@@ -1,0 +1,156 @@
+"""One `Settings`, in sections, every setting under one flat name (its REFEREE_ variable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from referee.settings import FLAT_NAMES, SandboxSettings, Settings, UnknownSetting
+
+REPO = Path(__file__).resolve().parents[1]
+# Where users read which variables to set.
+DOCUMENTS = [
+    REPO / "README.md",
+    REPO / "docker-compose.yml",
+    REPO / "Dockerfile",
+    REPO / "Makefile",
+    *sorted((REPO / "docs").glob("*.md")),
+]
+# REFEREE_ names that are not settings of the service, each with its reader.
+NOT_SETTINGS = {
+    "URL": "clients and trainer adapters: where the service is",
+    "API_KEY": "clients and trainer adapters: their key",
+    "TEST_TIME_FACTOR": "tests/timing.py",
+    "EVALS_DIR": "tests/data",
+    "UI_SCREENSHOT": "tests/service/test_dashboard.py",
+    "IMAGE": "docker-compose.yml",
+    "BASE_IMAGE": "docker-compose.yml",
+    "PIP_FLAGS": "docker-compose.yml",
+    "EXTRAS": "docker-compose.yml and the Ray image script",
+    "PG_PASSWORD": "docker-compose.yml",
+}
+# Families written as a prefix in prose (`REFEREE_SANDBOX_*`, `REFEREE_MAX_REGISTERED_*`).
+PREFIXES = ("", "RAY_", "SANDBOX_", "STATS_", "MAX_REGISTERED_")
+
+
+@pytest.fixture(autouse=True)
+def _no_referee_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sets the variables it reads; none of the caller's leak in."""
+    for name in list(os.environ):
+        if name.startswith("REFEREE_"):
+            monkeypatch.delenv(name)
+
+
+def _settings(**values: object) -> Settings:
+    return Settings(_env_file=None, **values)
+
+
+def test_every_documented_variable_is_still_read() -> None:
+    """Every REFEREE_ name that the README, compose file, Dockerfile, Makefile and docs tell users
+    to set is a setting's flat name (or one of the few names other programs read)."""
+    seen = {
+        match.group(1)
+        for document in DOCUMENTS
+        for match in re.finditer(r"\bREFEREE_([A-Z0-9_]*[A-Z0-9])\b", document.read_text(encoding="utf-8"))
+    }
+    unknown = sorted(
+        name
+        for name in seen
+        if name.lower() not in FLAT_NAMES and name not in NOT_SETTINGS and f"{name}_" not in PREFIXES
+    )
+    assert not unknown, f"documented but read by nothing: {unknown}"
+
+
+def test_environment_names_reach_their_sections(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "REFEREE_WORKERS": "3",
+        "REFEREE_WORKER_MEMORY_MB": "512",
+        "REFEREE_PORT": "9000",
+        "REFEREE_API_KEYS": "k1, k2",
+        "REFEREE_MAX_GROUPS": "7",
+        "REFEREE_REGISTRY_BUSY_TIMEOUT_S": "0.5",
+        "REFEREE_WEBHOOK_ALLOWED_HOSTS": "a.example,b.example",
+        "REFEREE_STATS": "false",
+        "REFEREE_STATS_FLUSH_S": "2",
+        "REFEREE_SANDBOX_POOL_SIZE": "4",
+        "REFEREE_RAY_REPLICAS": "2",
+        "REFEREE_URL": "http://elsewhere",  # a client's, not the service's: ignored
+    }.items():
+        monkeypatch.setenv(name, value)
+    s = _settings()
+    assert (s.workers.count, s.workers.memory_mb, s.service.port) == (3, 512, 9000)
+    assert s.service.api_keys == ["k1", "k2"] and s.limits.max_groups == 7
+    assert s.registry.busy_timeout_s == 0.5
+    assert s.registry.webhook_allowed_hosts == ["a.example", "b.example"]
+    assert (s.stats.enabled, s.stats.flush_s) == (False, 2.0)
+    assert (s.sandbox.enabled, s.sandbox.pool_size, s.ray.replicas) == (True, 4, 2)
+
+
+@pytest.mark.parametrize("name", ["REFEREE_SANDBOX", "REFEREE_SANDBOX_ENABLED"])
+def test_one_sandbox_switch_under_both_names(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv(name, "false")
+    assert not _settings().sandbox.enabled
+    assert _settings(sandbox=True).sandbox.enabled  # an argument wins over the environment
+
+
+def test_arguments_win_and_sections_merge_with_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_SANDBOX", "false")
+    monkeypatch.setenv("REFEREE_SANDBOX_POOL_SIZE", "5")
+    monkeypatch.setenv("REFEREE_SANDBOX_INSTANCE", "from-env")
+    s = _settings(workers=1, sandbox=SandboxSettings(pool_size=2))
+    # The section object contributes what it set; the rest still comes from the environment.
+    assert (s.workers.count, s.sandbox.pool_size, s.sandbox.instance) == (1, 2, "from-env")
+    assert not s.sandbox.enabled
+    assert _settings(sandbox={"enabled": True}).sandbox.pool_size == 5
+
+
+def test_dotenv_file_is_read_below_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("REFEREE_WORKERS=5\nREFEREE_SANDBOX_POOL_SIZE=3\nOTHER=1\n")
+    monkeypatch.setenv("REFEREE_WORKERS", "2")
+    s = Settings(_env_file=env_file)
+    assert (s.workers.count, s.sandbox.pool_size) == (2, 3)
+
+
+def test_unknown_arguments_are_refused() -> None:
+    with pytest.raises(UnknownSetting, match="workerz"):
+        _settings(workerz=1)
+
+
+def test_flat_names_are_one_per_field() -> None:
+    assert FLAT_NAMES["workers"] == ("workers", "count")
+    assert FLAT_NAMES["sandbox"] == FLAT_NAMES["sandbox_enabled"] == ("sandbox", "enabled")
+    assert FLAT_NAMES["stats"] == ("stats", "enabled")
+    assert FLAT_NAMES["stats_db_path"] == ("stats", "db_path")
+    assert FLAT_NAMES["db_path"] == ("registry", "db_path")
+
+
+def test_stats_file_defaults_to_beside_the_registry(tmp_path: Path) -> None:
+    assert _settings(db_path=tmp_path / "r.db").stats_path() == tmp_path / "referee-stats.db"
+    assert _settings(stats_db_path=tmp_path / "s.db").stats_path() == tmp_path / "s.db"
+
+
+def test_what_replicas_adopt_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`shared()` is what a Ray replica adopts from the process that builds the application:
+    what was set there, without keys, the registry's URL (its password) and the ray section."""
+    for name, value in {
+        "REFEREE_WORKERS": "3",
+        "REFEREE_ADMIN_KEYS": "admin-secret",
+        "REFEREE_API_KEYS": "api-secret",
+        "REFEREE_SECRET_KEYS": "fernet-secret",
+        "REFEREE_DB_URL": "postgresql://referee:hunter2@db/referee",
+        "REFEREE_RAY_REPLICAS": "2",
+    }.items():
+        monkeypatch.setenv(name, value)
+    shared = _settings(sandbox_pool_size=2).shared()
+    text = json.dumps(shared)
+    assert not any(secret in text for secret in ("admin-secret", "api-secret", "fernet-secret", "hunter2"))
+    assert {k: v for k, v in shared.items() if v} == {"workers": {"count": 3}, "sandbox": {"pool_size": 2}}
+    # A replica reads the rest, secrets included, from its own node's environment.
+    replica = _settings(**shared)
+    assert replica.workers.count == 3 and replica.sandbox.pool_size == 2
+    assert replica.service.admin_keys == ["admin-secret"] and replica.registry.db_url
