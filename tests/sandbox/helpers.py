@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.sandbox.hardening import LABEL
+from referee.sandbox.in_container.supervisor import CANDIDATE_UID_BASE
 from referee.sandbox.settings import SandboxSettings
-from referee.sandbox.supervisor import CANDIDATE_UID_BASE
 from tests.data import devset
 
 TEST_INSTANCE = "pytest"

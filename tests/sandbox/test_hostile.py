@@ -227,7 +227,7 @@ CASES = [
         "accepted",
         1.0,
     ),
-    Case("write_opt_referee", probe("open('/opt/referee/harness.py', 'a').write('x')"), "accepted", 1.0),
+    Case("write_opt_referee", probe("open('/opt/referee/call_harness.py', 'a').write('x')"), "accepted", 1.0),
     Case("workdir_is_writable", "open('scratch.txt', 'w').write('ok')\n" + HONEST, "accepted", 1.0),
     Case(
         "files_state_does_not_leak_between_tests",

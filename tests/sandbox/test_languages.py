@@ -168,7 +168,7 @@ def test_cpp_uses_the_precompiled_bits_header(sandbox_image: str) -> None:
 
 
 async def test_javascript_function_tests(sandbox_pool: SandboxPool, escape_check: None) -> None:
-    """JavaScript takes `function` tests (harness.js): a top-level function, a `const` arrow
+    """JavaScript takes `function` tests (call_harness.js): a top-level function, a `const` arrow
     function or a module.exports member, called with JSON arguments (async ones awaited); the
     value is compared on the host. NaN, undefined and objects with methods are no JSON values;
     a throw is a runtime_error; process.exit before the call leaves no result."""

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from referee.sandbox import LANGUAGES, Job, Limits, SandboxPool, TestInput
-from referee.sandbox.supervisor import CANDIDATE_UID_BASE, ZYGOTE
+from referee.sandbox.in_container.supervisor import CANDIDATE_UID_BASE, ZYGOTE
 from tests.sandbox.helpers import make_sandbox_settings
 
 pytestmark = pytest.mark.docker

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from referee.sandbox import LANGUAGES, Job, Limits, SandboxPool, TestInput
-from referee.sandbox.supervisor import ZYGOTE, zygote_eligible
+from referee.sandbox.in_container.supervisor import ZYGOTE, zygote_eligible
 
 pytestmark = pytest.mark.docker
 

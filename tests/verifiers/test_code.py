@@ -16,12 +16,13 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from referee.sandbox import harness, judge
+from referee.sandbox import judge
+from referee.sandbox.in_container import call_harness
 from referee.sandbox.languages import LANGUAGES
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import Job, SandboxUnavailable, TestInput, TestRun
 from referee.sandbox.run_limits import Limits
-from referee.sandbox.scripts import plan_script
+from referee.sandbox.script_format import plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.service.background import BackgroundServer
 from referee.verifiers import Resources
@@ -354,7 +355,8 @@ def test_only_program_calls_go_to_the_sandbox(tests: str, exprs: tuple[str, ...]
 )
 def test_asserts_the_host_cannot_split_go_to_the_tester(tests: str) -> None:
     """Beyond the host's whitelist evaluator, test code is judged by the in-sandbox tester
-    (sandbox/scripts.py, tester.py) instead of being refused: one test per assert."""
+    (sandbox/script_format.py, in_container/script_tester.py) instead of being refused: one
+    test per assert."""
     with pytest.raises(judge.UnsupportedAssert):
         judge.plan_asserts(tests)
     ref = CodeVerifier.validate_reference({"language": "python", "test_format": "assert", "tests": tests})
@@ -679,7 +681,7 @@ def test_opaque_values_have_a_truth_value_only_when_the_harness_took_it() -> Non
 
 
 def test_the_harness_takes_the_truth_value_of_builtin_types_only() -> None:
-    """harness.tagged (stdlib only, run here as it runs in the sandbox): a type defined in C
+    """call_harness.tagged (stdlib only, run here as it runs in the sandbox): a type defined in C
     reports its truth value; a class of the program never has its __bool__ called."""
     called = []
 
@@ -695,16 +697,18 @@ def test_the_harness_takes_the_truth_value_of_builtin_types_only() -> None:
 
     kept = Falsy()
     match = re.match("a", "a")
-    assert harness.tagged(match) == {"t": "object", "type": "Match", "truth": True}
-    assert harness.tagged(re.compile("a"))["truth"] is True
-    assert harness.tagged(len)["truth"] is True
-    assert harness.tagged(collections.deque())["truth"] is False
-    assert harness.tagged(decimal.Decimal("0.0"))["truth"] is False
-    assert "truth" not in harness.tagged(Yes())
-    assert "truth" not in harness.tagged(weakref.proxy(kept))
-    assert "truth" not in harness.tagged(type("Meta", (type,), {"__bool__": lambda cls: True})("C", (), {}))
+    assert call_harness.tagged(match) == {"t": "object", "type": "Match", "truth": True}
+    assert call_harness.tagged(re.compile("a"))["truth"] is True
+    assert call_harness.tagged(len)["truth"] is True
+    assert call_harness.tagged(collections.deque())["truth"] is False
+    assert call_harness.tagged(decimal.Decimal("0.0"))["truth"] is False
+    assert "truth" not in call_harness.tagged(Yes())
+    assert "truth" not in call_harness.tagged(weakref.proxy(kept))
+    assert "truth" not in call_harness.tagged(
+        type("Meta", (type,), {"__bool__": lambda cls: True})("C", (), {})
+    )
     assert called == []
-    assert harness.tagged(range(0)) == {"t": "range", "start": 0, "stop": 0, "step": 1}
+    assert call_harness.tagged(range(0)) == {"t": "range", "start": 0, "stop": 0, "step": 1}
 
 
 def test_the_dataset_form_of_code_rl_datasets_is_a_reference() -> None:

@@ -18,7 +18,7 @@ from referee.sandbox.protocol import (
     TestVerdict,
 )
 from referee.sandbox.run_limits import Limits
-from referee.sandbox.scripts import ScriptTest, judge_script, plan_script
+from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
 
 __all__ = [

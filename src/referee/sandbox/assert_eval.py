@@ -1,6 +1,6 @@
 """The host side of the assert format: a whitelist interpreter over plain values.
 
-It walks an already-planned assert expression (see referee.sandbox.asserts), in which the
+It walks an already-planned assert expression (see referee.sandbox.assert_format), in which the
 candidate's own calls have been replaced by slot names bound to the plain values the sandbox
 returned. Only literals, comparisons, and/or/not, bounded arithmetic, containers, subscripts
 and the pure functions below are evaluated -- with the host's own builtins and `math`, never
@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from referee.sandbox.tagged import Iterated, Opaque, OpaqueValue, check_hashes
+from referee.sandbox.in_container.tagged import Iterated, Opaque, OpaqueValue, check_hashes
 
 # Bounds that keep one host evaluation cheap whatever the candidate returned.
 MAX_INT_BITS = 1 << 17  # operands of int arithmetic (big-int division is quadratic)

@@ -1,4 +1,5 @@
-"""The assert format, judged on the host: only the candidate's own calls run in the sandbox.
+"""The assert format, judged on the host: only the candidate's own calls run in the sandbox
+(in_container/call_harness.py evaluates them there; assert_eval.py evaluates the rest here).
 
 Each assert line is split at plan time (when the reference is validated):
 
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from referee.sandbox.hosteval import (
+from referee.sandbox.assert_eval import (
     ALLOWED_KEYWORDS,
     BINOPS,
     HOST_FUNCS,
@@ -49,8 +50,8 @@ from referee.sandbox.hosteval import (
     UnsupportedAssert,
     isinstance_,
 )
+from referee.sandbox.in_container.tagged import OpaqueValue, decode_tagged
 from referee.sandbox.protocol import Judgement
-from referee.sandbox.tagged import OpaqueValue, decode_tagged
 
 __all__ = ["AssertTest", "UnsupportedAssert", "judge_assert", "plan_asserts", "trivial_failure"]
 

@@ -11,7 +11,7 @@ from referee.sandbox.settings import SandboxSettings
 
 LABEL = "org.referee.sandbox"
 # The supervisor starts as root with three capabilities and nothing else; every candidate
-# process runs under a uid of its own (see supervisor.py), never as root.
+# process runs under a uid of its own (see in_container/supervisor.py), never as root.
 SUPERVISOR_USER = "0:0"
 SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
 WORKDIR = "/work"
@@ -47,7 +47,7 @@ def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> 
             Ulimit(name="core", soft=0, hard=0),
         ],
         # init=False on purpose: the supervisor is PID 1 and reaps every orphan itself; as
-        # init it cannot be killed by the candidate (see supervisor.py).
+        # init it cannot be killed by the candidate (see in_container/supervisor.py).
         init=False,
         log_config=LogConfig(type="none"),  # results travel over the attach stream only
         privileged=False,

@@ -4,7 +4,8 @@ Two content-hash-tagged images:
 - base  `<repo>-base:<hash>`: a Debian minbase rootfs with the language table's packages,
   made by debootstrap into a cache dir and imported with `docker import` (no registry needed).
   It needs no user account: candidates run under numeric uids the supervisor picks.
-- final `<repo>:<hash>`: the base plus the in-image files (IN_IMAGE_FILES), by a tiny `docker build`
+- final `<repo>:<hash>`: the base plus the in-image files (IN_IMAGE_FILES, everything in
+  in_container/, copied to /opt/referee/), by a tiny `docker build`
   whose only RUN steps are the languages' `image_setup` caches (C++'s precompiled header;
   Docker's layer cache keeps them when only the in-image files change).
 
@@ -30,8 +31,18 @@ from referee.sandbox.languages import image_packages, image_setup_commands
 from referee.sandbox.settings import SandboxSettings, docker_module
 
 LAYOUT_VERSION = "2"
-HERE = Path(__file__).resolve().parent
-IN_IMAGE_FILES = ("supervisor.py", "harness.py", "tester.py", "tagged.py", "zygote.py", "harness.js")
+# What runs inside the container: in_container/'s files (not its __init__, which only the host's
+# imports need), each copied to /opt/referee/<name>.
+IN_CONTAINER = Path(__file__).resolve().with_name("in_container")
+IN_IMAGE_FILES = (
+    "supervisor.py",
+    "zygote.py",
+    "call_harness.py",
+    "call_harness.js",
+    "script_tester.py",
+    "tagged.py",
+)
+IN_IMAGE_SOURCE = "src/referee/sandbox/in_container"  # their folder in the repository
 RECIPE_LABEL = "org.referee.sandbox.recipe"
 # Removed from the rootfs before import: package caches and docs nobody runs.
 PRUNE = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info")
@@ -53,15 +64,16 @@ def base_recipe(settings: SandboxSettings) -> dict[str, Any]:
 
 
 def recipe_hash(settings: SandboxSettings) -> str:
-    files = {name: hashlib.sha256((HERE / name).read_bytes()).hexdigest() for name in IN_IMAGE_FILES}
+    files = {name: hashlib.sha256((IN_CONTAINER / name).read_bytes()).hexdigest() for name in IN_IMAGE_FILES}
     setup = [*image_setup_commands(), BYTECODE_INSTRUCTION]
     return _digest(
         {"base": _digest(base_recipe(settings)), "files": files, "layout": LAYOUT_VERSION, "setup": setup}
     )
 
 
-# The harnesses' modules (harness, tagged), imported by every function/script test, compiled
-# once into the read-only image instead of by every test process.
+# The harness scripts and the modules the script tester imports (call_harness, tagged), run by
+# every function/assert/script test: compiled once into the read-only image instead of by every
+# test process.
 BYTECODE_INSTRUCTION = "RUN python3 -m compileall -q /opt/referee\n"
 
 
@@ -93,7 +105,7 @@ def dockerfile_text(settings: SandboxSettings | None = None) -> str:
         " && rm -rf /var/lib/apt/lists/* /usr/share/doc /usr/share/man \\\n"
         " && mkdir -p /work /opt/referee && chmod 1777 /work\n"
         + _setup_instructions()
-        + "".join(f"COPY src/referee/sandbox/{name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
+        + "".join(f"COPY {IN_IMAGE_SOURCE}/{name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
         + BYTECODE_INSTRUCTION
         + _final_instructions()
     )
@@ -200,7 +212,7 @@ def _context_tar(base_ref: str, recipe: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name, data in [("Dockerfile", dockerfile.encode())] + [
-            (name, (HERE / name).read_bytes()) for name in IN_IMAGE_FILES
+            (name, (IN_CONTAINER / name).read_bytes()) for name in IN_IMAGE_FILES
         ]:
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -236,7 +248,8 @@ def build_image(
             context = io.BytesIO()
             with tarfile.open(fileobj=context, mode="w") as tar:
                 files = [("docker/sandbox/Dockerfile", dockerfile_text(settings).encode())] + [
-                    (f"src/referee/sandbox/{name}", (HERE / name).read_bytes()) for name in IN_IMAGE_FILES
+                    (f"{IN_IMAGE_SOURCE}/{name}", (IN_CONTAINER / name).read_bytes())
+                    for name in IN_IMAGE_FILES
                 ]
                 for name, data in files:
                     info = tarfile.TarInfo(name)

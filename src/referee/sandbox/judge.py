@@ -5,12 +5,15 @@ Rules (the judging policy, first line of code_dev.jsonl):
   the remaining lines must match exactly, except that two corresponding tokens that both parse
   as numbers, the expected one being a float literal ('.', 'e' or 'E'), may differ by
   1e-6 * max(1, |expected|).
-- function: the JSON value the harness returned vs the expected JSON value; numbers compare
-  numerically (tolerance only when the expected is a float), bools are not numbers, dict key
-  order is ignored, lists compare element-wise.
-- assert: see referee.sandbox.asserts (only the candidate's own calls run in the sandbox; the
-  rest of each assert is evaluated here by a whitelist interpreter over plain values; an
+- function: the JSON value the call harness returned (in_container/call_harness.py, .js) vs the
+  expected JSON value; numbers compare numerically (tolerance only when the expected is a
+  float), bools are not numbers, dict key order is ignored, lists compare element-wise.
+- assert: see referee.sandbox.assert_format (only the candidate's own calls run in the sandbox;
+  the rest of each assert is evaluated here by a whitelist interpreter over plain values; an
   assert that involves no program expression is no test).
+- script: see referee.sandbox.script_format (judged in the container by its script tester).
+
+Which in-container file runs each format: the table in referee.sandbox.in_container.
 
 Everything here runs on candidate-controlled data: it is linear-time (the number pattern is
 unambiguous, numeric tokens are capped at MAX_NUMBER_CHARS) and never raises on a forged payload.
@@ -23,8 +26,14 @@ import math
 import re
 from typing import Any, Literal
 
-from referee.sandbox.asserts import AssertTest, UnsupportedAssert, judge_assert, plan_asserts, trivial_failure
-from referee.sandbox.tagged import Opaque, OpaqueValue, decode_tagged
+from referee.sandbox.assert_format import (
+    AssertTest,
+    UnsupportedAssert,
+    judge_assert,
+    plan_asserts,
+    trivial_failure,
+)
+from referee.sandbox.in_container.tagged import Opaque, OpaqueValue, decode_tagged
 
 __all__ = [
     "AssertTest",

@@ -10,11 +10,11 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 
-# The harness that runs one `function` / `assert` test of a Python program (see harness.py);
+# What runs one `function` / `assert` test of a Python program (in_container/call_harness.py);
 # not -S: candidates may call the exit()/quit() builtins that `site` installs.
-PYTHON_HARNESS = ("python3", "-I", "/opt/referee/harness.py")
-# Test code beyond the host's assert evaluator: trusted tester + program process (tester.py).
-PYTHON_TESTER = ("python3", "-I", "/opt/referee/tester.py")
+PYTHON_HARNESS = ("python3", "-I", "/opt/referee/call_harness.py")
+# Test code beyond the host's assert evaluator: trusted tester + program process (script_tester.py).
+PYTHON_TESTER = ("python3", "-I", "/opt/referee/script_tester.py")
 CPP_FLAGS = ("-std=c++17", "-O2")
 CPP_COMPILE = ("g++", *CPP_FLAGS, "-o", "sol", "sol.cpp")
 # `#include <bits/stdc++.h>`, the first line of most competitive-programming C++, costs 3-7 s of
@@ -69,7 +69,7 @@ class Language:
     # into a fresh work dir before each test).
     artifacts: tuple[str, ...] = ()
     # A file `compile` may leave with the program's compiled code (Python: marshalled); the
-    # supervisor keeps it out of the work dir and hands it to each test (see supervisor.py).
+    # supervisor keeps it out of the work dir and hands it to each test (see in_container/supervisor.py).
     code_cache: str | None = None
     # Test formats besides stdio, and the command that runs one such test.
     harness: tuple[str, ...] | None = None
@@ -166,9 +166,9 @@ LANGUAGES: dict[str, Language] = {
             compile=("node", "--check", "sol.js"),
             run=("node", "sol.js"),
             # Function tests: a top-level function (or module.exports member) called with JSON
-            # arguments, its value returned as JSON (harness.js). Typed languages would need a
+            # arguments, its value returned as JSON (call_harness.js). Typed languages would need a
             # generated main per signature: stdio only for them.
-            harness=("node", "/opt/referee/harness.js"),
+            harness=("node", "/opt/referee/call_harness.js"),
             formats=frozenset({"stdio", "function"}),
         ),
         Language(

@@ -1,11 +1,13 @@
-"""Python test code judged by a trusted process in the sandbox (planned here: parsing only).
+"""The `script` format, planned and judged on the host (parsing only); its tests run in the
+sandbox under in_container/script_tester.py, a trusted process of their own.
 
-The host's assert evaluator (asserts.py) judges each assert outside the container, but it can
-express only a whitelist of operations. Test code beyond it -- HumanEval's `def check(candidate)`
-called with an entry point, MBPP asserts that loop, call `sys.getsizeof` or a tolerance helper
-of the tests, any reference with trusted `setup` code -- is judged by tester.py instead: the test
-code runs in a process of its own that only ever receives the program's return values as plain
-data (see tester.py for why the program cannot influence it).
+The host's assert evaluator (assert_format.py) judges each assert outside the container, but
+it can express only a whitelist of operations. Test code beyond it -- HumanEval's
+`def check(candidate)` called with an entry point, MBPP asserts that loop, call
+`sys.getsizeof` or a tolerance helper of the tests, any reference with trusted `setup` code --
+is judged by the script tester instead: the test code runs in a process of its own that only ever receives the
+program's return values as plain data (see script_tester.py for why the program cannot
+influence it).
 
 How test code is cut into tests: each top-level statement that asserts (an `assert`, a loop or
 block with asserts in it) or calls a function of the tests (`check(candidate)`) is one test,
@@ -104,7 +106,7 @@ def plan_script(tests: str, setup: str | None = None, entry_point: str | None = 
 
 def judge_script(test: ScriptTest, payload: Any) -> Judgement:
     """(verdict, reason) of one script test from the tester's result. The program cannot write
-    that result (tester.py), but it can kill the tester: no result is a failure."""
+    that result (script_tester.py), but it can kill the tester: no result is a failure."""
     if not isinstance(payload, dict) or not isinstance(payload.get("passed"), bool):
         return "wrong_answer", "the test produced no result (its process was killed)"
     if payload["passed"]:

@@ -34,7 +34,7 @@ from referee.sandbox.protocol import (
     TestVerdict,
 )
 from referee.sandbox.run_limits import Limits
-from referee.sandbox.scripts import ScriptTest, judge_script, plan_script
+from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.settings import Settings
 from referee.verifiers import extract
@@ -200,7 +200,7 @@ class CodeReference(BaseModel):
 def plan_python_tests(ref: CodeReference) -> list[judge.AssertTest] | list[ScriptTest]:
     """Python assert tests: judged by the host's assert evaluator when it can express every
     assert and the reference has no setup or entry point, else by the in-sandbox tester
-    (referee.sandbox.scripts). Raises SyntaxError, or ValueError when nothing can be run."""
+    (referee.sandbox.script_format). Raises SyntaxError, or ValueError when nothing can be run."""
     assert isinstance(ref.tests, str)
     if not ref.setup and not ref.entry_point:
         try:

@@ -1,6 +1,6 @@
 // Runs ONE `function` test of a JavaScript program, inside the sandbox only (Node, no packages).
 //
-// The Python harness's contract (harness.py), for Node: the spec {"fn_name", "args"} arrives on
+// The Python harness's contract (call_harness.py), for Node: the spec {"fn_name", "args"} arrives on
 // fd 3, the result goes to fd 4. The program /work/sol.js runs as a script in this context with
 // CommonJS `module`, `exports` and `require` (so both `function f() {}` at the top level and
 // `module.exports = { f }` work); then fn_name(...args) is called (a returned Promise is awaited)

@@ -1,4 +1,5 @@
-"""Runs ONE `function` or `assert` test of a Python program, inside the sandbox only.
+"""Runs ONE `function` or `assert` test of a Python program, inside the sandbox only (the
+host halves of these formats: judge.values_equal and referee.sandbox.assert_format).
 
 Started by the supervisor as a fresh process per test with the test's spec on fd 3 and a
 result pipe on fd 4. It loads the candidate (module name `solution`, so an
@@ -178,7 +179,7 @@ def evaluate(expr, namespace):
 
 
 def load_candidate(setup=None):
-    """The program as module `solution`; `setup` (a reference's helpers, see tester.py) first."""
+    """The program as module `solution`; `setup` (a reference's helpers, see script_tester.py) first."""
     module = types.ModuleType("solution")
     module.__file__ = SOURCE
     sys.modules["solution"] = module

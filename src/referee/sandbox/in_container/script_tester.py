@@ -1,9 +1,10 @@
 """Runs ONE `script` test of a Python program, inside the sandbox only: trusted test code in
-this process, the program in another.
+this process, the program in another (planned and judged on the host by
+referee.sandbox.script_format).
 
 Why two processes: test code such as HumanEval's `check(candidate)`, or MBPP asserts that loop,
 call `sys.getsizeof` or a tolerance helper, cannot be split into "the program's calls" and "a
-check the host evaluates" (referee.sandbox.asserts). Run next to the program in one interpreter,
+check the host evaluates" (referee.sandbox.assert_format). Run next to the program in one interpreter,
 it would let the program redefine what the tests rely on: a helper of the prompt (`poly`,
 `encode_cyclic`), `math.isclose`, the `__eq__` of what it returns, AssertionError itself. So:
 
@@ -17,7 +18,7 @@ it would let the program redefine what the tests rely on: a helper of the prompt
   see, whatever the program redefined -- then the test code, with each name the program
   defines bound to a proxy (the entry point always is the program's): calling one sends the
   arguments to the program process and gets the return value back as type-tagged plain data
-  (`harness.tagged`), rebuilt here as fresh built-in objects. None of the program's objects,
+  (`call_harness.tagged`), rebuilt here as fresh built-in objects. None of the program's objects,
   classes or methods enters this process: a value that is not plain data comes back as an
   `Opaque` that cannot be compared, hashed, iterated or tested for truth. List, dict, set and
   bytearray arguments are updated in place from the program's copies after the call, so tests
@@ -44,10 +45,13 @@ import struct
 import sys
 import types
 
-sys.path.insert(0, "/opt/referee")  # harness.py, tagged.py: next to this file (-I leaves its dir out)
-
-import harness
-import tagged
+# The same two files either way (mypy sees two imports of one name, hence the ignores).
+if __package__:  # imported on the host (tests): the package's own modules
+    from . import call_harness, tagged
+else:  # a script in the image: its siblings in /opt/referee (-I leaves the script's folder out)
+    sys.path.insert(0, os.path.dirname(__file__))
+    import call_harness  # type: ignore[no-redef]
+    import tagged  # type: ignore[no-redef]
 
 PR_SET_DUMPABLE = 4
 MEMORY_EXIT = 86  # the program process died of a MemoryError
@@ -121,7 +125,7 @@ def recv_frame(sock):
 
 
 def untag(obj):
-    """harness.tagged() undone: fresh built-in objects, a real iterator for a materialised
+    """call_harness.tagged() undone: fresh built-in objects, a real iterator for a materialised
     one, and this module's Opaque for what is not plain data (tagged.py, shared with the host)."""
     try:
         return tagged.decode_tagged(obj, Opaque, iter)
@@ -162,7 +166,7 @@ def program_process(sock):
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc is its own
     try:
         hello = recv_frame(sock)
-        namespace = harness.load_candidate(hello.get("setup"))
+        namespace = call_harness.load_candidate(hello.get("setup"))
         send_frame(sock, {"loaded": True})
         while True:
             req = recv_frame(sock)
@@ -182,7 +186,7 @@ def describe(namespace, name):
     value = namespace.get(name, namespace)  # the namespace itself: "not bound"
     if value is namespace:
         try:
-            harness.find_function(namespace, name)  # a method of a LeetCode-style Solution
+            call_harness.find_function(namespace, name)  # a method of a LeetCode-style Solution
         except NameError:
             return {"kind": "missing"}
         return {"kind": "callable"}
@@ -190,20 +194,20 @@ def describe(namespace, name):
         return {"kind": "module"}
     if callable(value):
         return {"kind": "callable"}
-    return {"kind": "value", "v": harness.tagged(value)}
+    return {"kind": "value", "v": call_harness.tagged(value)}
 
 
 def call(namespace, req):
     try:
-        fn = harness.find_function(namespace, req["name"])
+        fn = call_harness.find_function(namespace, req["name"])
         args = [untag(a) for a in req["args"]]
         kwargs = {k: untag(v) for k, v in req["kwargs"].items()}
         value = fn(*args, **kwargs)
-        return {"value": harness.tagged(value), "args": [harness.tagged(a) for a in args]}
+        return {"value": call_harness.tagged(value), "args": [call_harness.tagged(a) for a in args]}
     except MemoryError:
         raise
     except Exception as exc:
-        return {"raised": harness.raised(exc)}
+        return {"raised": call_harness.raised(exc)}
 
 
 # ---- the tester ------------------------------------------------------------------------------
@@ -233,8 +237,8 @@ class Program:
                 {
                     "op": "call",
                     "name": name,
-                    "args": [harness.tagged(a) for a in args],
-                    "kwargs": {str(k): harness.tagged(v) for k, v in kwargs.items()},
+                    "args": [call_harness.tagged(a) for a in args],
+                    "kwargs": {str(k): call_harness.tagged(v) for k, v in kwargs.items()},
                 }
             )
             if "raised" in reply:
@@ -332,7 +336,7 @@ def main():
         os.close(4)  # the result channel: only the tester writes it
         program_process(program_end)
     program_end.close()
-    spec = harness.read_spec()
+    spec = call_harness.read_spec()
     program = Program(tester_end, pid)
     try:
         program.request({"setup": spec.get("setup") or ""})
@@ -343,7 +347,7 @@ def main():
     death = program_death(pid)
     if program.ended:
         result.update(death)
-    harness.write_result(result)
+    call_harness.write_result(result)
     os._exit(0)
 
 

@@ -5,6 +5,10 @@ that fakes __class__ or __eq__ comes back as `Opaque` (with the truth value of a
 type's instance, `re.Match` say, which no program can redefine). Everything here must survive a forged
 payload: any exception means "malformed", and sets/dicts are checked for hash flooding (many
 distinct values sharing one hash make building a set quadratic).
+
+Used on both sides of the boundary: in the image (script_tester.py decodes the program
+process's values with it) and on the host (the `function`/`assert` judges decode
+call_harness.py's results with it), so it is stdlib only like every file of this folder.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ class OpaqueValue(Exception):
 class Opaque:
     """A value the sandbox could not express as plain data. It equals nothing. Its truth value
     is known only when the harness could take it without running any of the program's code
-    (an instance of a built-in type such as `re.Match`, see harness.opaque_truth); otherwise
+    (an instance of a built-in type such as `re.Match`, see call_harness.opaque_truth); otherwise
     (an instance of a class of the program) a test that depends on it fails."""
 
     def __init__(self, type_name: str, truth: bool | None = None) -> None:

@@ -54,7 +54,7 @@ FLAGS = frozenset({"-I", "-S", "-B"})
 STREAMS: dict = {}  # pristine_streams(), made once at start
 # The image's own scripts a command may run (the test harnesses): their code, loaded once at
 # start from the bytecode compiled into the read-only image, is the same for every child.
-TRUSTED_SCRIPTS = ("/opt/referee/harness.py", "/opt/referee/tester.py")
+TRUSTED_SCRIPTS = ("/opt/referee/call_harness.py", "/opt/referee/script_tester.py")
 TRUSTED_CODE: dict = {}
 START_ENV: dict = {}  # the template's environment, which most commands ask for
 
