@@ -29,12 +29,13 @@ ALLOWED: dict[str, set[str]] = {
     "verifiers": {"sandbox"},
     "scoring": {"verifiers"},
     "registered": {"verifiers", "sandbox"},
-    "service": {"scoring", "registered", "verifiers", "sandbox", "audit", "stats"},
+    "runtime": {"scoring", "registered", "verifiers", "sandbox", "stats"},
+    "service": {"runtime", "scoring", "registered", "verifiers", "sandbox", "audit", "stats"},
     "stats": set(),
     "client": set(),
     "trainer_adapter": {"client"},
     "audit": {"verifiers", "scoring", "sandbox", "client"},
-    "deploy": {"service", "client", "trainer_adapter"},
+    "deploy": {"service", "runtime", "client", "trainer_adapter"},
 }
 PACKAGES = set(ALLOWED)
 

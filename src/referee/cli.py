@@ -26,6 +26,7 @@ def serve(
     """Run the HTTP service."""
     import uvicorn
 
+    from referee.runtime import Runtime
     from referee.service.app import create_app
     from referee.settings import Settings
 
@@ -40,7 +41,7 @@ def serve(
         serve_forever(settings)
         return
     uvicorn.run(
-        create_app(settings),
+        create_app(Runtime(settings)),
         host=settings.service.host,
         port=settings.service.port,
         log_level=settings.service.log_level,

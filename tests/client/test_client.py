@@ -13,6 +13,7 @@ import pytest
 
 from referee.client import AsyncClient, Client, RefereeHTTPError, RefereeUnavailable
 from referee.models import GroupSpec, ScoreRequest
+from referee.runtime import Runtime
 from referee.service.app import create_app
 from referee.service.background import free_port
 from tests.conftest import make_settings
@@ -22,7 +23,7 @@ GROUP = GroupSpec(verifier="exact", reference="4", responses=["4", "5", "4"])
 
 
 async def test_async_client_in_process() -> None:
-    app = create_app(make_settings())
+    app = create_app(Runtime(make_settings()))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with AsyncClient("http://referee", transport=transport) as client:

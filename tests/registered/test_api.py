@@ -10,9 +10,10 @@ import pytest
 
 from referee.registered.declarative import worker_builtins
 from referee.service.background import BackgroundServer
+from referee.verifiers import builtin_index
 from tests.registered.conftest import register, registered_settings, score
 
-CORRECT = "math" if "math" in worker_builtins() else "numeric"
+CORRECT = "math" if "math" in worker_builtins(builtin_index()) else "numeric"
 
 
 def r1_math(name: str, fmt_weight: float = 0.1) -> dict[str, Any]:

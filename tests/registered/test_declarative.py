@@ -10,13 +10,15 @@ from pydantic import ValidationError
 from referee.registered import formula
 from referee.registered.declarative import build_class, from_spec, worker_builtins
 from referee.registered.template import PathError, render
+from referee.verifiers import builtin_index
 
-HAS_MATH = "math" in worker_builtins()
+BUILTINS = worker_builtins(builtin_index())
+HAS_MATH = "math" in BUILTINS
 CORRECT = "math" if HAS_MATH else "numeric"
 
 
 def verifier(spec: dict[str, Any], schema: dict[str, Any] | None = None) -> Any:
-    return build_class("t", "1", spec, schema)()
+    return build_class("t", "1", spec, schema, builtins=BUILTINS)()
 
 
 def check(extract: dict[str, Any], compare: str, reference: Any = "{{reference}}", **options: Any) -> Any:
@@ -53,7 +55,7 @@ def test_worker_factory_rebuilds_the_same_verifier() -> None:
     original = verifier(MULTI)
     factory, spec_json = original.worker_ref()
     assert factory == "referee.registered.declarative:from_spec"
-    rebuilt = from_spec(spec_json)
+    rebuilt = from_spec(spec_json, builtin_index())
     response = "<think>x</think><answer>\\boxed{2}</answer>"
     assert rebuilt.score(response, {"answer": "2"}) == original.score(response, {"answer": "2"})
     assert rebuilt.qualified_name() == "t@1"
@@ -125,10 +127,10 @@ def test_formula_combination_and_range() -> None:
 
 
 def test_reference_is_validated_before_scoring() -> None:
-    cls = build_class("t", "1", MULTI, {"type": "object", "required": ["answer"]})
+    cls = build_class("t", "1", MULTI, {"type": "object", "required": ["answer"]}, builtins=BUILTINS)
     with pytest.raises(ValidationError, match="answer"):
         cls.validate_reference({"answr": 1})
-    templated = build_class("t", "1", {**MULTI}, None)
+    templated = build_class("t", "1", {**MULTI}, None, builtins=BUILTINS)
     with pytest.raises(ValidationError, match=r"reference\.answer"):
         templated.validate_reference({"other": 1})
 
@@ -151,7 +153,7 @@ def test_reference_is_validated_before_scoring() -> None:
 )
 def test_invalid_specs_are_refused(spec: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        build_class("t", "1", spec, None)
+        build_class("t", "1", spec, None, builtins=BUILTINS)
 
 
 @pytest.mark.parametrize(

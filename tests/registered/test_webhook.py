@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from referee.registered.webhook import WebhookRuntime, build_class
+from referee.runtime import Runtime
 from referee.service.app import create_app
 from referee.verifiers import Resources
 from tests.registered.conftest import (
@@ -131,8 +132,9 @@ def test_host_allowlist(http: httpx.Client) -> None:
 @contextlib.asynccontextmanager
 async def service_with_clock(db_path: Path, clock: FakeClock) -> AsyncIterator[httpx.AsyncClient]:
     """The service in process (its own database), its webhook breakers timed by `clock`."""
-    app = create_app(registered_settings(db_path))
-    app.state.catalog.webhooks.clock = clock  # before any breaker is built
+    runtime = Runtime(registered_settings(db_path))
+    runtime.catalog.webhooks.clock = clock  # before any breaker is built
+    app = create_app(runtime)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://referee", timeout=60) as http:

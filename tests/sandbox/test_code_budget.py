@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 
 from referee.models import AdvantageConfig, GroupSpec, VerdictStatus
+from referee.runtime import Runtime
 from referee.sandbox import SandboxPool
-from referee.scoring import Scorer, WorkerPool
-from referee.settings import Settings
-from referee.verifiers import Resources, load_installed
 from referee.verifiers.code import CodeVerifier
+from tests.conftest import make_settings
 
 pytestmark = pytest.mark.docker
 
@@ -23,14 +22,8 @@ async def test_a_long_test_set_is_judged_whatever_the_verdict_budget(
     monkeypatch.setattr(CodeVerifier, "time_budget_s", 0.5)  # would mask the verdict if applied
     # 8 tests x 0.25 s, and a second program queued behind the first for the only container:
     # far beyond a 0.5-s per-verdict budget, yet every test is within its own 2-s limit.
-    settings = Settings(workers=1, sandbox=False, verdict_timeout_s=0.5)
-    scorer = Scorer(
-        settings.limits,
-        settings.workers,
-        load_installed(plugins=False),
-        WorkerPool(settings.workers, settings.registry),
-        Resources(sandbox=one_container),
-    )
+    # Built, not started: `code` needs the sandbox (the test's), not the worker pool.
+    scorer = Runtime(make_settings(workers=1, verdict_timeout_s=0.5), sandbox=one_container).scorer
     tests = [{"input": f"{i} 1\n", "output": f"{i + 1}\n"} for i in range(8)]
     group = GroupSpec(
         verifier="code", reference={"language": "python", "tests": tests}, responses=[SLOW_BUT_CORRECT] * 2

@@ -183,15 +183,14 @@ async def test_async_verifiers_run_in_process_with_a_budget(scorer: Scorer, pool
     assert down.verdicts[0].status is VerdictStatus.error and down.verdicts[0].reason == "backend down"
 
 
-async def test_observer_sees_every_verdict(pool: FakePool) -> None:
+async def test_observer_sees_every_verdict(scorer: Scorer, pool: FakePool) -> None:
     seen: list[tuple[str, str]] = []
-    settings = Settings(workers=1, sandbox=False)
-    scorer = Scorer(
-        settings.limits,
-        settings.workers,
-        load_installed(plugins=False),
+    observed = Scorer(
+        scorer.limits,
+        scorer.workers,
+        scorer.installed,  # the index the fixture gave this process's "worker"
         pool,  # type: ignore[arg-type]
         observer=lambda verdict, name: seen.append((name, verdict.status.value)),
     )
-    await scorer.score_groups([group(["4", "5"])], AdvantageConfig())
+    await observed.score_groups([group(["4", "5"])], AdvantageConfig())
     assert seen == [("exact", "ok"), ("exact", "ok")]

@@ -37,7 +37,8 @@ async def in_process(settings: Settings | None = None) -> AsyncIterator[ScoreGro
     """The built-in verifiers in this process: a worker pool of `settings.workers` processes and,
     when `settings.sandbox` is enabled, a sandbox pool started from it (needed by `code`)."""
     settings = settings or Settings(sandbox=False)
-    pool = WorkerPool(settings.workers, settings.registry)
+    installed = load_installed(settings.registry.extra_verifiers, plugins=settings.registry.load_plugins)
+    pool = WorkerPool(settings.workers, installed)
     pool.start()
     sandbox_pool: SandboxPool | None = None
     try:
@@ -47,7 +48,6 @@ async def in_process(settings: Settings | None = None) -> AsyncIterator[ScoreGro
             healthy, why = sandbox_pool.health()
             if not healthy:  # every code verdict would be an error: say so once, up front
                 raise SandboxUnavailable(f"the code sandbox is unavailable: {why}")
-        installed = load_installed(settings.registry.extra_verifiers, plugins=settings.registry.load_plugins)
         scorer = Scorer(settings.limits, settings.workers, installed, pool, Resources(sandbox=sandbox_pool))
         yield scorer_backend(scorer)
     finally:

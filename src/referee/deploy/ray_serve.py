@@ -1,7 +1,7 @@
 """Referee on Ray Serve: the FastAPI app of `referee.service` as the Serve ingress.
 
-Each replica is one Ray actor that builds the app with `create_app(settings)`, so it owns its
-own worker pool (`REFEREE_WORKERS` processes, children of the replica) and, where the node has
+Each replica is one Ray actor that builds a `Runtime` and serves it with `create_app`, so it
+owns its own worker pool (`REFEREE_WORKERS` processes, children of the replica) and, where the node has
 Docker and `REFEREE_SANDBOX` is on, its own warm sandbox pool. Serve's proxy routes HTTP to
 the replicas; trainers on the same cluster call a replica's `groups` method through a
 `DeploymentHandle` (`referee.deploy.RayGroupRewarder`), which runs the same FastAPI route
@@ -38,17 +38,18 @@ UNHEALTHY_AFTER_S = 30.0
 @serve.deployment(name=DEPLOYMENT_NAME)
 @serve.ingress()
 class RefereeDeployment:
-    """One replica: the whole FastAPI app, its worker pool and its sandbox pool."""
+    """One replica: a whole runtime (worker pool, sandbox pool...) and the FastAPI app serving it."""
 
     async def __init__(  # type: ignore[misc]  # Serve awaits an async constructor
         self, shared: dict[str, Any] | None = None
     ) -> None:
         """`shared`: the building process's `Settings.shared()`, over this node's environment.
         Serve stores it with the application (in the GCS): it holds no secret."""
+        from referee.runtime import Runtime
         from referee.service import create_app
 
-        self.settings = Settings(**(shared or {}))
-        self._app = create_app(self.settings)
+        self.runtime = Runtime(Settings(**(shared or {})))
+        self._app = create_app(self.runtime)
         self._local = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=self._app), base_url="http://referee.replica"
         )

@@ -94,6 +94,8 @@ class VerifierCatalog:
     ) -> None:
         self.settings = settings
         self.installed = installed
+        # What declarative specs may name, from the same index the worker processes were given.
+        self._builtins = declarative.worker_builtins(installed)
         self.store = store
         self.webhooks = webhook.WebhookRuntime(settings)
         self.secrets = SecretBox(settings.secret_keys)
@@ -205,7 +207,9 @@ class VerifierCatalog:
             "example": examples[0] if examples else {},
         }
         if kind == "declarative":
-            return declarative.build_class(name, version, spec, doc.get("reference_schema"), **common)
+            return declarative.build_class(
+                name, version, spec, doc.get("reference_schema"), builtins=self._builtins, **common
+            )
         if kind == "webhook":
             return webhook.build_class(
                 name, version, spec, secret or "", doc.get("reference_schema"), self.webhooks, **common

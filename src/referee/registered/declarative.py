@@ -4,23 +4,24 @@ A spec is a tree of nodes (JSON, validated here at registration):
 
 - `check`: an extractor picks the answer out of the response, a comparator judges it against
   the (templated) reference. Comparators `exact`, `regex`, `numeric`, `math` and
-  `multiple_choice` are the built-in verifiers of the same name, taken from the installed verifiers;
+  `multiple_choice` are the built-in verifiers of the same name, taken from the verifier index
+  (`builtins`, see `worker_builtins`);
   `json_schema`, `set` and `multiset` live in `comparators.py`.
 - `verifier`: a built-in verifier applied to the whole response (e.g. `format.think_answer`).
 - `multi`: named components combined by weights or by a whitelist-grammar formula.
 
 References are templates over the request's reference: `"{{reference.answer}}"` is that
 value itself, `"x = {{reference.x}}"` a string. The verifier runs in the worker processes
-like a built-in: `worker_ref()` hands them the spec as JSON and `from_spec` rebuilds it.
+like a built-in: `worker_ref()` hands them the spec as JSON and `from_spec` rebuilds it against
+the worker's verifier index.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal
 
 import re2
@@ -40,7 +41,7 @@ from referee.registered.template import (
 )
 from referee.verifiers import extract
 from referee.verifiers.base import Check, NoOptions, Verifier, VerifierError
-from referee.verifiers.installed import load_installed
+from referee.verifiers.installed import InstalledVerifiers
 from referee.verifiers.short_answer import Extraction, select_answer
 
 FACTORY = "referee.registered.declarative:from_spec"
@@ -143,19 +144,19 @@ class DeclarativeSpec(_Strict):
 # ---- compiled tree -------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def worker_builtins() -> dict[str, Verifier]:
-    """The audited built-ins (no extras, no plugins) that run in worker processes."""
-    installed = load_installed(plugins=False)
-    return {v.name: v for v in installed if installed.kind(v.name) == "builtin" and v.runs_in == "worker"}
+# The verifiers a spec may name: built-in ones that run in worker processes, by name.
+Builtins = Mapping[str, Verifier]
 
 
-def _builtin(name: str) -> Verifier:
-    found = worker_builtins().get(name)
+def worker_builtins(index: InstalledVerifiers) -> dict[str, Verifier]:
+    """The audited built-ins of `index` (no extras, no plugins) that run in worker processes."""
+    return {v.name: v for v in index if index.kind(v.name) == "builtin" and v.runs_in == "worker"}
+
+
+def _builtin(name: str, builtins: Builtins) -> Verifier:
+    found = builtins.get(name)
     if found is None:
-        raise ValueError(
-            f"unknown built-in verifier {name!r}; available: {', '.join(sorted(worker_builtins()))}"
-        )
+        raise ValueError(f"unknown built-in verifier {name!r}; available: {', '.join(sorted(builtins))}")
     return found
 
 
@@ -224,10 +225,10 @@ def _extract(response: str, spec: Extract, pattern: Any) -> Any:
     return None if is_missing(found) else found
 
 
-def _compile_check(node: CheckNode) -> _Leaf:
+def _compile_check(node: CheckNode, builtins: Builtins) -> _Leaf:
     comparator: Comparator | _BuiltinComparator
     if node.compare.kind in BUILTIN_COMPARATORS:
-        comparator = _BuiltinComparator(_builtin(node.compare.kind), node.compare.options)
+        comparator = _BuiltinComparator(_builtin(node.compare.kind, builtins), node.compare.options)
     else:
         comparator = COMPARATORS[node.compare.kind](
             node.compare.options, multiset=node.compare.kind == "multiset"
@@ -248,8 +249,8 @@ def _compile_check(node: CheckNode) -> _Leaf:
     return _Leaf(node.reference, judge, comparator.validate_reference, comparator.prepare, (0.0, 1.0))
 
 
-def _compile_verifier(node: VerifierNode) -> _Leaf:
-    verifier = _builtin(node.name)
+def _compile_verifier(node: VerifierNode, builtins: Builtins) -> _Leaf:
+    verifier = _builtin(node.name, builtins)
     options = verifier.validate_options(node.options)
 
     def prepare(reference: Any) -> Any:
@@ -261,7 +262,9 @@ def _compile_verifier(node: VerifierNode) -> _Leaf:
     return _Leaf(node.reference, judge, verifier.validate_reference, prepare, verifier.score_range)
 
 
-def compile_node(node: Node, depth: int = 0, counter: list[int] | None = None) -> _Leaf | _Multi:
+def compile_node(
+    node: Node, builtins: Builtins, depth: int = 0, counter: list[int] | None = None
+) -> _Leaf | _Multi:
     counter = counter if counter is not None else [0]
     counter[0] += 1
     if counter[0] > MAX_NODES:
@@ -271,8 +274,12 @@ def compile_node(node: Node, depth: int = 0, counter: list[int] | None = None) -
     if isinstance(node, CheckNode | VerifierNode):
         for _ in template_paths(node.reference):
             pass  # parse_path raises on a malformed placeholder
-        return _compile_check(node) if isinstance(node, CheckNode) else _compile_verifier(node)
-    parts = {name: compile_node(child, depth + 1, counter) for name, child in node.components.items()}
+        if isinstance(node, CheckNode):
+            return _compile_check(node, builtins)
+        return _compile_verifier(node, builtins)
+    parts = {
+        name: compile_node(child, builtins, depth + 1, counter) for name, child in node.components.items()
+    }
     tree = formula.parse(node.formula, frozenset(parts)) if node.formula is not None else None
     score_range = node.score_range
     if score_range is None:
@@ -358,13 +365,15 @@ def build_class(
     spec: dict[str, Any],
     reference_schema: dict[str, Any] | None,
     *,
+    builtins: Builtins,
     description: str = "",
     example: dict[str, Any] | None = None,
 ) -> type[DeclarativeVerifier]:
-    """Validate a spec and build its verifier class. Raises pydantic.ValidationError or
-    ValueError (naming the problem) for a spec that cannot be registered."""
+    """Validate a spec and build its verifier class over `builtins` (`worker_builtins` of the
+    verifier index). Raises pydantic.ValidationError or ValueError (naming the problem) for a
+    spec that cannot be registered."""
     parsed = DeclarativeSpec.model_validate({"root": spec})
-    compiled = compile_node(parsed.root)
+    compiled = compile_node(parsed.root, builtins)
 
     def templates_resolve(value: Any) -> Any:
         _validate(compiled, value)
@@ -390,7 +399,11 @@ def build_class(
     )
 
 
-def from_spec(spec_json: str) -> Verifier:
-    """Worker-side factory named by `worker_ref()`; the worker caches the instance."""
+def from_spec(spec_json: str, index: InstalledVerifiers) -> Verifier:
+    """Worker-side factory named by `worker_ref()`, given the worker's verifier index; the
+    worker caches the instance."""
     data = json.loads(spec_json)
-    return build_class(data["name"], data["version"], data["spec"], data["reference_schema"])()
+    builtins = worker_builtins(index)
+    return build_class(
+        data["name"], data["version"], data["spec"], data["reference_schema"], builtins=builtins
+    )()

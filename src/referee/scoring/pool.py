@@ -31,8 +31,8 @@ import structlog
 from referee.errors import DomainError, ErrorKind
 from referee.scoring import worker
 from referee.scoring.fair import FairTurns
-from referee.settings import RegistrySettings, WorkerSettings
-from referee.verifiers import BUILTIN_MODULES
+from referee.settings import WorkerSettings
+from referee.verifiers import BUILTIN_MODULES, InstalledVerifiers
 
 log = structlog.get_logger(__name__)
 
@@ -66,9 +66,10 @@ class PoolOverloaded(DomainError):
 
 
 class WorkerPool:
-    def __init__(self, settings: WorkerSettings, registry: RegistrySettings) -> None:
+    def __init__(self, settings: WorkerSettings, installed: InstalledVerifiers) -> None:
         self.settings = settings
-        self._registry = registry
+        # The service's verifier index, handed to every worker process (pickled) as it starts.
+        self._installed = installed
         self._pool: pebble.ProcessPool | None = None
         self.pending = 0
         self.timeouts = 0
@@ -96,8 +97,7 @@ class WorkerPool:
             max_workers=self.settings.count,
             initializer=worker.init_worker,
             initargs=(
-                list(self._registry.extra_verifiers),
-                self._registry.load_plugins,
+                self._installed,
                 self.settings.memory_mb,
             ),
             context=context,

@@ -1,7 +1,7 @@
 """Code that runs inside verifier worker processes.
 
-Each worker builds the same index of installed verifiers as the service (built-ins, configured extras, plugins) in
-its initializer, so tasks carry only names and JSON, never pickled verifier objects. Parsed
+Each worker is handed the service's verifier index (built once by its runtime: built-ins,
+configured extras, plugins) by its initializer, so tasks carry only names and JSON. Parsed
 references are cached per worker: a group of N responses spread over W workers parses its
 reference at most W times, and a gold that recurs across steps (datasets repeat prompts every
 epoch) is not parsed again at all.
@@ -16,25 +16,26 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from referee.verifiers.base import Check, Verifier
-from referee.verifiers.installed import InstalledVerifiers, import_object, load_installed
+from referee.verifiers.installed import InstalledVerifiers, import_object
 
 _installed: InstalledVerifiers | None = None
 
 
-def init_worker(extra_verifiers: list[str], load_plugins: bool, memory_mb: int) -> None:
-    """pebble pool initializer: cap memory, load the installed verifiers, warm caches."""
+def init_worker(installed: InstalledVerifiers, memory_mb: int) -> None:
+    """pebble pool initializer: cap memory, keep the service's verifier index."""
     global _installed
     limit = memory_mb * 1024 * 1024
     # RLIMIT_AS turns a runaway allocation into MemoryError instead of the kernel's OOM killer
     # picking some process of the host.
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _installed = load_installed(extra_verifiers, plugins=load_plugins)
+    _installed = installed
 
 
 def _get_installed() -> InstalledVerifiers:
-    global _installed
-    if _installed is None:  # direct use without the pool (tests, benchmarks)
-        _installed = load_installed()
+    if _installed is None:
+        raise RuntimeError(
+            "no verifier index in this process: the pool's initializer (or use_installed) sets it"
+        )
     return _installed
 
 
@@ -43,8 +44,10 @@ WorkerRef = str | tuple[str, str]
 
 @lru_cache(maxsize=256)
 def _from_factory(factory_path: str, spec_json: str) -> Verifier:
+    """A verifier built at run time (a registered type): its factory rebuilds it from its spec
+    against this worker's verifier index."""
     factory = import_object(factory_path)
-    verifier: Verifier = factory(spec_json)
+    verifier: Verifier = factory(spec_json, _get_installed())
     return verifier
 
 
@@ -63,8 +66,8 @@ def _prepared(ref: WorkerRef, reference_json: str, options_json: str) -> tuple[V
 
 
 def use_installed(installed: InstalledVerifiers | None) -> InstalledVerifiers | None:
-    """Resolve names in this process against `installed` (None: load the default index on next
-    use), forget every reference prepared against the previous index, and return that index.
+    """Resolve names in this process against `installed` (None: none), forget every verifier
+    and reference prepared against the previous index, and return that index.
 
     What the pool initializer does inside a worker, for code that calls `run_check` in process
     (the engine's tests against a fake pool, benchmarks) so that it need not patch this
@@ -72,6 +75,7 @@ def use_installed(installed: InstalledVerifiers | None) -> InstalledVerifiers | 
     global _installed
     previous, _installed = _installed, installed
     _prepared.cache_clear()
+    _from_factory.cache_clear()
     return previous
 
 

@@ -1,48 +1,32 @@
-"""The FastAPI application factory."""
+"""The FastAPI application factory: HTTP wiring around a `Runtime`.
+
+The runtime owns every lifetime (worker and sandbox pools, catalog, statistics, audit jobs);
+the app's lifespan starts and stops it. Routes get what they need from the dependency providers
+in `deps.py`, which read the runtime the app serves.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import structlog
 from fastapi import FastAPI, Request, Response
 
 import referee
 from referee.logs import ensure_logging
-from referee.models import Verdict
-from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
-from referee.sandbox import SandboxPool
-from referee.scoring import Admission, Scorer, WorkerPool
+from referee.runtime import Runtime
 from referee.service.auth import install_auth
 from referee.service.body_limit import BodySizeLimit
-from referee.service.errors import index_methods, install_error_handlers
+from referee.service.deps import serve_runtime
+from referee.service.errors import install_error_handlers
 from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
-from referee.service.routes_registration import router as registration_router
+from referee.service.routes_registration import registration_router
 from referee.service.routes_stats import stats_router
 from referee.service.ui import ui_router, ui_static
-from referee.settings import Settings
-from referee.stats import Statistics, StatsStore
-from referee.verifiers import Resources, load_installed
-
-log = structlog.get_logger(__name__)
-
-
-async def _start_sandbox(settings: Settings) -> SandboxPool | None:
-    """The code sandbox is a resource of the `code` verifier and of registered python graders.
-    It never blocks start-up: if Docker is unreachable, the pool records why and their verdicts
-    come back as errors."""
-    if not settings.sandbox.enabled:
-        return None
-    pool = SandboxPool(settings.sandbox)
-    await pool.start()
-    return pool
 
 
 def _document_open_mode(app: FastAPI) -> None:
@@ -66,117 +50,19 @@ def _document_open_mode(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _open_stats_store(settings: Settings, stats: Statistics | None) -> StatsStore | None:
-    """The statistics' file, read back into `stats`. A file that cannot be opened does not stop
-    the service: statistics are then kept in memory only (and say so in the log)."""
-    if stats is None:
-        return None
-    try:
-        store = StatsStore(settings.stats_path())
-        store.load_into(stats)
-    except Exception as exc:
-        log.warning("stats_not_persisted", path=str(settings.stats_path()), error=str(exc))
-        return None
-    return store
-
-
-async def _flush(stats: Statistics, store: StatsStore) -> None:
-    """Write changed statistics in a thread; a failing disk is logged, and the records stay
-    marked as changed for the next flush."""
-    try:
-        await asyncio.to_thread(store.flush, stats)
-    except Exception as exc:
-        log.warning("stats_flush_failed", path=str(store.path), error=str(exc))
-
-
-async def _flush_statistics(stats: Statistics, store: StatsStore, every_s: float) -> None:
-    while True:
-        await asyncio.sleep(every_s)
-        await _flush(stats, store)
-
-
-async def _final_flush(stats: Statistics, store: StatsStore) -> None:
-    await _flush(stats, store)
-    store.close()
-
-
-def create_app(settings: Settings | None = None, *, resources: Resources | None = None) -> FastAPI:
-    """Build the app. Given `resources` (a sandbox the caller owns) replace those the app
-    would otherwise start and stop itself."""
-    settings = settings or Settings()
+def create_app(runtime: Runtime | None = None) -> FastAPI:
+    """The HTTP service of `runtime` (default: one built from `Settings()`), which the app's
+    lifespan starts and stops."""
+    runtime = runtime or Runtime()
+    settings = runtime.settings
     ensure_logging(settings.service.log_level, settings.service.log_json)
-    registry = settings.registry
-    installed = load_installed(registry.extra_verifiers, plugins=registry.load_plugins)
-    pool = WorkerPool(settings.workers, registry)
-    admission = Admission.for_workers(settings.workers)
-    metrics = Metrics(pool, admission)
-    # Built-ins plus the types registered through the API (persisted at settings.db_path).
-    store: VerifierStore = (
-        PostgresStore(registry.db_url, refresh_s=registry.db_refresh_s)
-        if registry.db_url
-        else SQLiteStore(registry.db_path, busy_timeout_s=registry.busy_timeout_s)
-    )
-    catalog = VerifierCatalog(registry, installed, store)
-    stats = (
-        Statistics(
-            max_prompts=settings.stats.max_prompts,
-            window_minutes=settings.stats.window_minutes,
-            max_verifiers=settings.stats.max_verifiers,
-            pass_threshold=settings.stats.pass_threshold,
-        )
-        if settings.stats.enabled
-        else None
-    )
-
-    def observe(verdict: Verdict, name: str) -> None:
-        metrics.observe_verdict(verdict, name)
-        if stats is not None:
-            stats.observe_verdict(verdict, name)
+    metrics = Metrics(runtime.pool, runtime.admission)
+    runtime.observe(metrics.observe_verdict)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Everything started here is stopped on the way out, even if a later start-up step
-        # (warm-up, the sandbox) fails or one of the closes raises.
-        async with contextlib.AsyncExitStack() as stack:
-            stack.callback(pool.close)
-            stack.push_async_callback(catalog.aclose)
-            # Webhook secrets stored in plain text, or under a rotated-out key: encrypted anew.
-            resealed = await catalog.reseal_secrets()
-            pool.start()
-            await pool.warm_up()
-            # Rebuilds the worker pool if it breaks (its forkserver killed, say).
-            watcher = asyncio.create_task(pool.watch(), name="referee-pool-watch")
-            stack.callback(watcher.cancel)
-            stats_store = await asyncio.to_thread(_open_stats_store, settings, stats)
-            if stats is not None and stats_store is not None:
-                stack.push_async_callback(_final_flush, stats, stats_store)
-                flusher = asyncio.create_task(
-                    _flush_statistics(stats, stats_store, settings.stats.flush_s), name="referee-stats-flush"
-                )
-                stack.callback(flusher.cancel)
-            in_use = resources
-            if in_use is None:
-                sandbox = await _start_sandbox(settings)
-                if sandbox is not None:
-                    stack.push_async_callback(sandbox.close)
-                in_use = Resources(sandbox=sandbox)
-            app.state.scorer = Scorer(
-                settings.limits,
-                settings.workers,
-                installed,
-                pool,
-                resources=in_use,
-                observer=observe,
-                resolver=catalog.resolve,
-                admission=admission,
-            )
-            auth.log_mode()
-            log.info(
-                "referee_started",
-                workers=settings.workers.count,
-                verifiers=catalog.names(),
-                secrets_resealed=resealed,
-            )
+        auth.log_mode()
+        async with runtime:
             yield
 
     app = FastAPI(
@@ -185,20 +71,16 @@ def create_app(settings: Settings | None = None, *, resources: Resources | None 
         description="Verdicts and group rewards for RL on language models.",
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.metrics = metrics
-    app.state.catalog = catalog
-    app.state.stats = stats
-    install_error_handlers(app)
+    serve_runtime(app, runtime, metrics)
+    registration = registration_router(runtime.installed)
+    api_routers = [router, registration, audits_router, stats_router]
+    install_error_handlers(app, api_routers)
     auth = install_auth(app, settings.service)
-    app.include_router(router)
-    app.include_router(registration_router)
-    app.include_router(audits_router)
-    app.include_router(stats_router)
+    for api_router in api_routers:
+        app.include_router(api_router)
     # The dashboard (/ui): read-only pages under the same keys, its static files beside them.
     app.include_router(ui_router)
     app.mount("/ui/static", ui_static(), name="ui_static")
-    index_methods(app, router, registration_router, audits_router, stats_router)
     if auth.open:
         _document_open_mode(app)
 

@@ -9,6 +9,7 @@ from types import TracebackType
 
 import uvicorn
 
+from referee.runtime import Runtime
 from referee.service.app import create_app
 from referee.settings import Settings
 
@@ -30,8 +31,9 @@ class BackgroundServer:
         service = base.service.model_copy(update={"host": "127.0.0.1", "port": port or free_port()})
         self.settings = base.model_copy(update={"service": service})
         self._timeout = startup_timeout_s
+        self.runtime = Runtime(self.settings)
         config = uvicorn.Config(
-            create_app(self.settings),
+            create_app(self.runtime),
             host=service.host,
             port=service.port,
             log_level="warning",

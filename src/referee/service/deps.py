@@ -1,25 +1,55 @@
-"""FastAPI dependency providers: the service's long-lived objects and the auth checks.
+"""FastAPI dependency providers: the runtime's long-lived objects and the auth checks.
 
-Every route gets what it needs from here, typed, instead of reading `request.app.state`.
+Every route gets what it needs from here, typed, instead of reading `request.app.state`: this
+module is the only reader of the app's state (`serve_runtime` is its only writer, besides
+`install_auth`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from referee.registered import VerifierCatalog
+from referee.runtime import BackgroundJobs, Runtime
 from referee.scoring import Scorer
 from referee.service.auth import OWNER_KEY, Auth, Role
 from referee.service.metrics import Metrics
+from referee.stats import Statistics
 
 
-def get_scorer(request: Request) -> Scorer:
-    scorer: Scorer = request.app.state.scorer
-    return scorer
+def serve_runtime(app: FastAPI, runtime: Runtime, metrics: Metrics) -> None:
+    """Make `runtime` (and the app's metrics) what the providers below hand out."""
+    app.state.runtime = runtime
+    app.state.metrics = metrics
+
+
+def get_runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+
+def get_scorer(runtime: RuntimeDep) -> Scorer:
+    return runtime.scorer
+
+
+def get_catalog(runtime: RuntimeDep) -> VerifierCatalog:
+    return runtime.catalog
+
+
+def get_stats(runtime: RuntimeDep) -> Statistics | None:
+    """The service's statistics; None when switched off (REFEREE_STATS=false)."""
+    return runtime.stats
+
+
+def get_audit_jobs(runtime: RuntimeDep) -> BackgroundJobs[Any]:
+    return runtime.audits
 
 
 def get_metrics(request: Request) -> Metrics:
@@ -27,9 +57,9 @@ def get_metrics(request: Request) -> Metrics:
     return metrics
 
 
-def get_catalog(request: Request) -> VerifierCatalog:
-    catalog: VerifierCatalog = request.app.state.catalog
-    return catalog
+def get_auth(request: Request) -> Auth:
+    auth: Auth = request.app.state.auth
+    return auth
 
 
 def get_owner(request: Request) -> Hashable:
@@ -38,10 +68,7 @@ def get_owner(request: Request) -> Hashable:
     return owner
 
 
-def _auth(request: Request) -> Auth:
-    auth: Auth = request.app.state.auth
-    return auth
-
+AuthDep = Annotated[Auth, Depends(get_auth)]
 
 # Declares the bearer scheme in the OpenAPI document; the checks below (and KeyGate before
 # them) read the header themselves, so a missing key is the service's own 401 body.
@@ -53,19 +80,21 @@ _BEARER = HTTPBearer(
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
 
 
-async def require_client(request: Request, _: Credentials) -> None:
+async def require_client(request: Request, auth: AuthDep, _: Credentials) -> None:
     """Scoring and catalog reads: an API or admin key (when keys are configured)."""
-    _auth(request).require(request, Role.client)
+    auth.require(request, Role.client)
 
 
-async def require_admin(request: Request, _: Credentials) -> None:
+async def require_admin(request: Request, auth: AuthDep, _: Credentials) -> None:
     """Registration and deletion: an admin key (when keys are configured)."""
-    _auth(request).require(request, Role.admin)
+    auth.require(request, Role.admin)
 
 
 ScorerDep = Annotated[Scorer, Depends(get_scorer)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 CatalogDep = Annotated[VerifierCatalog, Depends(get_catalog)]
+StatsDep = Annotated[Statistics | None, Depends(get_stats)]
+AuditJobsDep = Annotated[BackgroundJobs[Any], Depends(get_audit_jobs)]
 OwnerDep = Annotated[Hashable, Depends(get_owner)]
 CLIENT = [Depends(require_client)]
 ADMIN = [Depends(require_admin)]

@@ -6,6 +6,7 @@ One convention: the packages below the service raise `referee.errors.DomainError
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import structlog
@@ -13,7 +14,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from referee.errors import DomainError, ErrorKind
 from referee.models import ErrorBody
@@ -107,20 +108,22 @@ def _clean_validation_errors(errors: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
-def index_methods(app: FastAPI, *routers: APIRouter) -> None:
-    """Record which methods each path serves, for the `Allow` header of a 405 (Starlette names
-    only the first matching route's, and a path may be served by routes of two routers)."""
-    routes = [*app.router.routes, *(r for router in routers for r in router.routes)]
-    app.state.route_methods = [(r.path_regex, r.methods or set()) for r in routes if isinstance(r, Route)]
+def _allowed_methods(path: str, routes: Iterable[BaseRoute]) -> str:
+    """Every method served at `path`, for the `Allow` header of a 405 (Starlette names only the
+    first matching route's, and a path may be served by routes of two routers)."""
+    matching = [r for r in routes if isinstance(r, Route) and r.path_regex.match(path)]
+    return ", ".join(sorted({m for route in matching for m in route.methods or set()}))
 
 
-def _allowed_methods(request: Request) -> str:
-    path = request.scope.get("path", "")
-    table = getattr(request.app.state, "route_methods", [])
-    return ", ".join(sorted({m for regex, methods in table if regex.match(path) for m in methods}))
+def install_error_handlers(app: FastAPI, routers: Sequence[APIRouter]) -> None:
+    """`routers`: those the app includes, whose routes a 405's `Allow` header names (FastAPI
+    keeps an included router's routes out of `app.router.routes`)."""
 
+    def routes() -> Iterator[BaseRoute]:
+        yield from app.router.routes
+        for router in routers:
+            yield from router.routes
 
-def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail = _clean_validation_errors(exc.errors())
@@ -135,7 +138,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            headers["Allow"] = _allowed_methods(request)
+            headers["Allow"] = _allowed_methods(request.scope.get("path", ""), routes())
         if exc.status_code == 400:
             # A body the framework could not read as JSON: a client mistake like any other
             # malformed body, so the same 422 (the service never answers a bare 400).

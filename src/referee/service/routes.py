@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, Field
@@ -26,7 +26,7 @@ from referee.models import (
     VerifierInfo,
     VerifierList,
 )
-from referee.service.deps import CLIENT, CatalogDep, MetricsDep, OwnerDep, ScorerDep
+from referee.service.deps import CLIENT, CatalogDep, MetricsDep, OwnerDep, ScorerDep, StatsDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
 from referee.service.openrlhf import (
@@ -36,7 +36,7 @@ from referee.service.openrlhf import (
     openrlhf_response,
     openrlhf_verdicts,
 )
-from referee.service.routes_stats import record_groups, stats_of
+from referee.service.routes_stats import record_groups
 from referee.turns import Turns
 from referee.verifiers import Verifier
 
@@ -70,11 +70,11 @@ async def score(
     tags=["scoring"],
     dependencies=CLIENT,
 )
-async def groups(body: GroupsRequest, request: Request, scorer: ScorerDep, owner: OwnerDep) -> GroupsResponse:
+async def groups(body: GroupsRequest, scorer: ScorerDep, stats: StatsDep, owner: OwnerDep) -> GroupsResponse:
     """Score whole GRPO groups: verdicts, rewards and group-relative advantages. A group with a
     `prompt_id` also counts as a visit of that prompt (GET /v1/stats/prompts)."""
     results = await scorer.score_groups(body.groups, body.advantage, body.on_invalid, owner=owner)
-    record_groups(stats_of(request), owner, body.groups, results)
+    record_groups(stats, owner, body.groups, results)
     return GroupsResponse(groups=results)
 
 
@@ -140,8 +140,8 @@ _OPENRLHF_MAX_RESPONSES = 2048
 )
 async def openrlhf_reward(
     payload: OpenRLHFRequest,
-    request: Request,
     scorer: ScorerDep,
+    stats: StatsDep,
     owner: OwnerDep,
     verifier: str = Query("exact", min_length=1, max_length=200),
     on_error: Literal["fail", "zero"] = "fail",
@@ -166,7 +166,7 @@ async def openrlhf_reward(
             results = await scorer.score_groups(
                 chunk, AdvantageConfig(), on_invalid="error_verdict", owner=owner
             )
-            record_groups(stats_of(request), owner, chunk, results)
+            record_groups(stats, owner, chunk, results)
             return results
 
         policy = ChunkPolicy(scorer.limits.max_groups, _OPENRLHF_MAX_RESPONSES, max_concurrency=64)

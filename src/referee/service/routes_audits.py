@@ -4,19 +4,18 @@ The audit itself is `referee.audit.run_audit` (accuracy on labelled rows, false 
 first, latency, the verifier kind's probe battery). Here it runs as a task of the service, over
 the service's own scorer but admitted under an owner of its own (`("audit", id)`), with at most
 MAX_RUNNING jobs and a small chunk concurrency: scoring traffic is never starved by an audit,
-and an audit waits its turn like any other caller. Jobs live in memory (the last MAX_KEPT),
-so a restart forgets them: the report is the client's to keep.
+and an audit waits its turn like any other caller. Jobs are the runtime's (`runtime.audits`:
+the last AUDITS_KEPT, running ones cancelled when the service stops), in memory, so a restart
+forgets them: the report is the client's to keep.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections import OrderedDict
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,12 +30,12 @@ from referee.audit import (
 )
 from referee.errors import DomainError, ErrorKind
 from referee.models import VerifierComponent
-from referee.service.deps import CLIENT, ScorerDep
+from referee.runtime import AUDITS_KEPT
+from referee.service.deps import CLIENT, AuditJobsDep, ScorerDep
 from referee.service.errors import documented
 
 MAX_ROWS = 20_000
 MAX_RUNNING = 2
-MAX_KEPT = 32
 # Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
 AUDIT_CONCURRENCY = 2
 
@@ -90,30 +89,6 @@ class AuditJob(BaseModel):
     report: AuditReport | None = None
 
 
-class _Jobs:
-    def __init__(self) -> None:
-        self.jobs: OrderedDict[str, AuditJob] = OrderedDict()
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    def running(self) -> int:
-        return sum(job.status == "running" for job in self.jobs.values())
-
-    def add(self, job: AuditJob) -> None:
-        self.jobs[job.id] = job
-        while len(self.jobs) > MAX_KEPT:
-            oldest = next((k for k, j in self.jobs.items() if j.status != "running"), None)
-            if oldest is None:
-                break
-            del self.jobs[oldest]
-
-
-def _jobs(request: Request) -> _Jobs:
-    jobs: _Jobs | None = getattr(request.app.state, "audit_jobs", None)
-    if jobs is None:
-        jobs = request.app.state.audit_jobs = _Jobs()
-    return jobs
-
-
 @audits_router.post(
     "",
     status_code=202,
@@ -122,7 +97,7 @@ def _jobs(request: Request) -> _Jobs:
         401, 413, 422, 429, 503, d503=f"{MAX_RUNNING} audits are running; retry after Retry-After"
     ),
 )
-async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -> AuditJob:
+async def start_audit(body: AuditRequest, scorer: ScorerDep, jobs: AuditJobsDep) -> AuditJob:
     """Start an audit; poll `GET /v1/audits/{id}` for its progress and report."""
     verifier: str | list[VerifierComponent] = (
         body.verifier
@@ -136,7 +111,6 @@ async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -
         ]
     except (LabelledFileError, ValueError) as exc:  # the model above should make this unreachable
         raise DomainError(ErrorKind.invalid, "invalid_rows", str(exc)[:500]) from None
-    jobs = _jobs(request)
     if jobs.running() >= MAX_RUNNING:
         raise DomainError(
             ErrorKind.overloaded,
@@ -152,7 +126,6 @@ async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -
         progress={"done": 0, "total": 0},
         created=time.time(),
     )
-    jobs.add(job)
 
     def progress(done: int, total: int) -> None:
         job.progress = {"done": done, "total": total}
@@ -174,9 +147,7 @@ async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -
         finally:
             job.finished = time.time()
 
-    task = asyncio.create_task(run(), name=f"referee-audit-{job.id}")
-    jobs.tasks.add(task)
-    task.add_done_callback(jobs.tasks.discard)
+    jobs.start(job.id, job, run())
     return job.model_copy(update={"report": None})
 
 
@@ -190,20 +161,20 @@ async def start_audit(body: AuditRequest, request: Request, scorer: ScorerDep) -
                 "text/html": {"schema": {"type": "string"}},
             }
         },
-        **documented(401, 404, 422, 429, d404="No such audit (only the last 32 are kept)"),
+        **documented(401, 404, 422, 429, d404=f"No such audit (only the last {AUDITS_KEPT} are kept)"),
     },
 )
 async def get_audit(
     audit_id: str,
-    request: Request,
+    jobs: AuditJobsDep,
     format: Literal["json", "markdown", "html"] = Query(default="json", description="The report's form"),
 ) -> Response | AuditJob:
     """The job: its progress while it runs, its report when done (`format=markdown|html`: the
     report alone, once done)."""
-    job = _jobs(request).jobs.get(audit_id)
+    job: AuditJob | None = jobs.get(audit_id)
     if job is None:
         raise DomainError(
-            ErrorKind.not_found, "unknown_audit", f"no audit {audit_id!r} (kept: the last {MAX_KEPT})"
+            ErrorKind.not_found, "unknown_audit", f"no audit {audit_id!r} (kept: the last {jobs.keep})"
         )
     if format == "json" or job.report is None:
         return job

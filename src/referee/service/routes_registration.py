@@ -2,13 +2,16 @@
 
 A registration may ask for a probe battery of the verifier audit as part of its activation gate
 (`probes` in the body); `plan_probes` below says which probes run and with what references.
-"""
+The batteries are those of the built-ins in the service's verifier index, so the router is
+made for that index (`registration_router`), when the app is.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the routes' body model is made per router, and
+FastAPI could not resolve its name from a string annotation.
+"""
 
 import copy
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -31,50 +34,56 @@ from referee.registered import RegisterRequest as AnyRegisterRequest
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
-from referee.verifiers import Verifier, load_installed
-
-router = APIRouter(tags=["registration"], route_class=StrictJSONRoute)
+from referee.verifiers import InstalledVerifiers, Verifier
 
 GENERIC_BATTERY = "generic"
-# `generic` and every built-in verifier the audit has a battery for (`math`, `logic.zebra`...).
-BATTERIES = (GENERIC_BATTERY, *sorted(n for n in load_installed(plugins=False).names() if battery(n)))
 
 
-def _known_battery(name: str) -> str:
-    if name not in BATTERIES:
-        raise ValueError(f"unknown battery {name!r}; known: {', '.join(BATTERIES)}")
-    return name
+def battery_names(index: InstalledVerifiers) -> tuple[str, ...]:
+    """`generic` and every built-in verifier of `index` the audit has a battery for (`math`,
+    `logic.zebra`...)."""
+    audited = (n for n in index.names() if index.kind(n) == "builtin" and battery(n))
+    return (GENERIC_BATTERY, *sorted(audited))
 
 
-# The bodies as the service takes them: the registered package cannot know the audit's
-# batteries, so the service narrows `probes.battery` to them (an enum in the OpenAPI document,
-# a 422 at `body.probes.battery` naming the known ones). Same names, so the document keeps them.
-class ProbeGateRequest(AnyProbeGate):
-    battery: Annotated[
-        str,
-        AfterValidator(_known_battery),
-        Field(
-            max_length=100,
-            json_schema_extra={"enum": list(BATTERIES)},
-            description=(
-                "A probe battery of the verifier audit (`math`, `exact`, `code`, `logic.zebra`...), "
-                "or `generic`: only the empty, whitespace and grader-injection probes on the "
-                "examples' references."
+def register_request_model(batteries: tuple[str, ...]) -> type[AnyRegisterRequest]:
+    """The body as the service takes it: the registered package cannot know the audit's
+    batteries, so the service narrows `probes.battery` to them (an enum in the OpenAPI
+    document, a 422 at `body.probes.battery` naming the known ones). Same names, so the
+    document keeps them."""
+
+    def known_battery(name: str) -> str:
+        if name not in batteries:
+            raise ValueError(f"unknown battery {name!r}; known: {', '.join(batteries)}")
+        return name
+
+    class ProbeGateRequest(AnyProbeGate):
+        battery: Annotated[
+            str,
+            AfterValidator(known_battery),
+            Field(
+                max_length=100,
+                json_schema_extra={"enum": list(batteries)},
+                description=(
+                    "A probe battery of the verifier audit (`math`, `exact`, `code`, `logic.zebra`...), "
+                    "or `generic`: only the empty, whitespace and grader-injection probes on the "
+                    "examples' references."
+                ),
             ),
-        ),
-    ]
+        ]
 
+    class RegisterRequest(AnyRegisterRequest):
+        probes: ProbeGateRequest | None = Field(
+            default=None,
+            description=(
+                "Also gate on a probe battery: after the examples, every reward-hacking probe of it "
+                "is scored against the candidate and must earn nothing (or its battery's cap; an "
+                "error verdict fails), else 422 `probes_failed` and nothing is stored. Omitted: no "
+                "probes run."
+            ),
+        )
 
-class RegisterRequest(AnyRegisterRequest):
-    probes: ProbeGateRequest | None = Field(
-        default=None,
-        description=(
-            "Also gate on a probe battery: after the examples, every reward-hacking probe of it "
-            "is scored against the candidate and must earn nothing (or its battery's cap; an "
-            "error verdict fails), else 422 `probes_failed` and nothing is stored. Omitted: no "
-            "probes run."
-        ),
-    )
+    return RegisterRequest
 
 
 _READ_ERRORS = documented(401, 404, 409, 429, d409="A built-in verifier's name (not registered)")
@@ -103,80 +112,15 @@ _EXAMPLE = {
 }
 
 
-@router.post(
-    "/v1/verifiers",
-    response_model=RegisterResponse,
-    status_code=201,
-    operation_id="register_verifier",
-    openapi_extra={"requestBody": {"content": {"application/json": {"example": _EXAMPLE}}}},
-    responses={
-        201: {"links": _LINKS},
-        200: {
-            "model": RegisterResponse,
-            "description": "Same content as the latest version",
-            "links": _LINKS,
-        },
-        **documented(
-            401,
-            403,
-            409,
-            413,
-            422,
-            429,
-            503,
-            d409="A name taken by a built-in verifier (compared case-insensitively)",
-            d422=(
-                "Invalid request, a spec that is not valid for its kind, failing examples "
-                "(`activation_failed`, `detail.failing`), failed probes (`probes_failed`, "
-                "`detail.failed`), probe references that do not fit the type "
-                "(`probes_invalid`), a webhook host not allowed, or a quota"
-            ),
-            d503="Overloaded while scoring the examples; retry after Retry-After",
-        ),
-    },
-    dependencies=ADMIN,
-)
-async def register(body: RegisterRequest, catalog: CatalogDep, scorer: ScorerDep, owner: OwnerDep) -> Any:
-    """Register a verifier type (or its next version). The examples run first through the
-    scoring path; the version is stored only if each reproduces its expected score. With
-    `probes`, every probe of that battery is then scored against the same candidate and must
-    earn nothing (an error verdict fails too), else 422 `probes_failed` and nothing is stored."""
-
-    async def score_examples(verifier: Verifier, examples: list[RegisterExample]) -> list[Verdict]:
-        items = [(e.response, e.reference, e.options) for e in examples]
-        return await scorer.score_with(verifier, items, ("body", "examples"), owner)
-
-    probe_gate = None
-    if body.probes is not None:
-        config = body.probes
-        planned = plan_probes(config, body.examples)
-
-        async def probe_gate(candidate: Verifier) -> ProbeOutcome:
-            items = [(p.response, p.reference, p.options) for p in planned]
-            try:
-                verdicts = await scorer.score_with(candidate, items, ("body", "probes"), owner)
-            except InputError as exc:
-                raise _unfit_references(exc, planned, config.reference_field) from None
-            return judge_probes(config.battery, planned, verdicts)
-
-    result = await catalog.register(body, score_examples, probe_gate)
-    answer = RegisterResponse(
-        created=result.created,
-        verifier=result.stored.qualified,
-        version=version_info(result.stored),
-        secret=result.secret,
-        probes_passed=result.probes_passed,
-    )
-    return JSONResponse(status_code=201 if result.created else 200, content=answer.model_dump(mode="json"))
-
-
 # ---- the probe battery of the activation gate ---------------------------------------------
 
 GENERIC_REFERENCES = 2  # examples whose references the generic probes are scored against
 EXCERPT_CHARS = 300
 
 
-def plan_probes(config: AnyProbeGate, examples: list[RegisterExample]) -> list[Probe]:
+def plan_probes(
+    config: AnyProbeGate, examples: list[RegisterExample], batteries: tuple[str, ...]
+) -> list[Probe]:
     """The probes a registration's `probes` asks for, in the order they are scored.
 
     - The battery's attacks (hedges, sprays, think-only, retractions, injections, empty
@@ -193,8 +137,8 @@ def plan_probes(config: AnyProbeGate, examples: list[RegisterExample]) -> list[P
     with the highest expected_score (an empty object when it has none) with that dotted path set
     to the battery's reference, so the other fields keep values the type accepts.
     """
-    if config.battery not in BATTERIES:  # the body model says so already; a direct caller may not
-        known = ", ".join(BATTERIES)
+    if config.battery not in batteries:  # the body model says so already; a direct caller may not
+        known = ", ".join(batteries)
         raise RegistrationError(
             "unknown_battery",
             f"unknown probe battery {config.battery!r}; known: {known}",
@@ -292,26 +236,107 @@ def judge_probes(name: str, planned: list[Probe], verdicts: list[Verdict]) -> Pr
     return ProbeOutcome(battery=name, probes=len(planned), failed=failed)
 
 
-@router.get(
-    "/v1/verifiers/{name}/versions",
-    response_model=VersionList,
-    operation_id="list_versions",
-    responses=_READ_ERRORS,
-    dependencies=CLIENT,
-)
-async def versions(name: str, catalog: CatalogDep) -> VersionList:
-    """Every version of a registered type, disabled ones included (oldest first)."""
-    return VersionList(name=name, versions=await catalog.versions(name))
+def registration_router(index: InstalledVerifiers) -> APIRouter:
+    """The registration routes of a service whose verifier index is `index`."""
+    batteries = battery_names(index)
+    request_model = register_request_model(batteries)
+    router = APIRouter(tags=["registration"], route_class=StrictJSONRoute)
 
+    @router.post(
+        "/v1/verifiers",
+        response_model=RegisterResponse,
+        status_code=201,
+        operation_id="register_verifier",
+        openapi_extra={"requestBody": {"content": {"application/json": {"example": _EXAMPLE}}}},
+        responses={
+            201: {"links": _LINKS},
+            200: {
+                "model": RegisterResponse,
+                "description": "Same content as the latest version",
+                "links": _LINKS,
+            },
+            **documented(
+                401,
+                403,
+                409,
+                413,
+                422,
+                429,
+                503,
+                d409="A name taken by a built-in verifier (compared case-insensitively)",
+                d422=(
+                    "Invalid request, a spec that is not valid for its kind, failing examples "
+                    "(`activation_failed`, `detail.failing`), failed probes (`probes_failed`, "
+                    "`detail.failed`), probe references that do not fit the type "
+                    "(`probes_invalid`), a webhook host not allowed, or a quota"
+                ),
+                d503="Overloaded while scoring the examples; retry after Retry-After",
+            ),
+        },
+        dependencies=ADMIN,
+    )
+    async def register(
+        payload: request_model,  # type: ignore[valid-type]  # the body model made for this router
+        catalog: CatalogDep,
+        scorer: ScorerDep,
+        owner: OwnerDep,
+    ) -> Any:
+        """Register a verifier type (or its next version). The examples run first through the
+        scoring path; the version is stored only if each reproduces its expected score. With
+        `probes`, every probe of that battery is then scored against the same candidate and must
+        earn nothing (an error verdict fails too), else 422 `probes_failed` and nothing is stored."""
+        body = cast(AnyRegisterRequest, payload)
 
-@router.delete(
-    "/v1/verifiers/{name}",
-    response_model=DisableResponse,
-    operation_id="disable_verifier",
-    responses=documented(401, 403, 404, 409, 429, d409="A built-in verifier's name (not registered)"),
-    dependencies=ADMIN,
-)
-async def disable(name: str, catalog: CatalogDep) -> DisableResponse:
-    """Disable a registered type (`name`: every version; `name@3`: that one). History is kept;
-    a later POST of the same name creates the next version."""
-    return DisableResponse(name=name, disabled=await catalog.disable(name))
+        async def score_examples(verifier: Verifier, examples: list[RegisterExample]) -> list[Verdict]:
+            items = [(e.response, e.reference, e.options) for e in examples]
+            return await scorer.score_with(verifier, items, ("body", "examples"), owner)
+
+        probe_gate = None
+        if body.probes is not None:
+            config = body.probes
+            planned = plan_probes(config, body.examples, batteries)
+
+            async def probe_gate(candidate: Verifier) -> ProbeOutcome:
+                items = [(p.response, p.reference, p.options) for p in planned]
+                try:
+                    verdicts = await scorer.score_with(candidate, items, ("body", "probes"), owner)
+                except InputError as exc:
+                    raise _unfit_references(exc, planned, config.reference_field) from None
+                return judge_probes(config.battery, planned, verdicts)
+
+        result = await catalog.register(body, score_examples, probe_gate)
+        answer = RegisterResponse(
+            created=result.created,
+            verifier=result.stored.qualified,
+            version=version_info(result.stored),
+            secret=result.secret,
+            probes_passed=result.probes_passed,
+        )
+        return JSONResponse(
+            status_code=201 if result.created else 200, content=answer.model_dump(mode="json")
+        )
+
+    @router.get(
+        "/v1/verifiers/{name}/versions",
+        response_model=VersionList,
+        operation_id="list_versions",
+        responses=_READ_ERRORS,
+        dependencies=CLIENT,
+    )
+    async def versions(name: str, catalog: CatalogDep) -> VersionList:
+        """Every version of a registered type, disabled ones included (oldest first)."""
+        return VersionList(name=name, versions=await catalog.versions(name))
+
+    @router.delete(
+        "/v1/verifiers/{name}",
+        response_model=DisableResponse,
+        operation_id="disable_verifier",
+        responses=documented(401, 403, 404, 409, 429, d409="A built-in verifier's name (not registered)"),
+        dependencies=ADMIN,
+    )
+    async def disable(name: str, catalog: CatalogDep) -> DisableResponse:
+        """Disable a registered type (`name`: every version; `name@3`: that one). History is kept;
+        a later POST of the same name creates the next version."""
+        return DisableResponse(name=name, disabled=await catalog.disable(name))
+
+    return router

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
 from referee.errors import DomainError, ErrorKind
 from referee.models import GroupResult, GroupSpec, PromptFilter, PromptStatsPage, VerifierStatsPage
-from referee.service.deps import CLIENT, OwnerDep
+from referee.service.deps import CLIENT, OwnerDep, StatsDep
 from referee.service.errors import documented
 from referee.stats import Statistics
 
@@ -28,19 +28,13 @@ def owner_label(owner: Hashable) -> str:
     return "open" if owner is None else str(owner)
 
 
-def _stats(request: Request) -> Statistics:
-    stats = stats_of(request)
+def _enabled(stats: Statistics | None) -> Statistics:
     if stats is None:
         raise DomainError(
             ErrorKind.not_found,
             "statistics_disabled",
             "statistics are switched off on this service (REFEREE_STATS=false)",
         )
-    return stats
-
-
-def stats_of(request: Request) -> Statistics | None:
-    stats: Statistics | None = getattr(request.app.state, "stats", None)
     return stats
 
 
@@ -63,7 +57,7 @@ def record_groups(
     operation_id="prompt_stats",
 )
 async def prompt_stats(
-    request: Request,
+    stats: StatsDep,
     owner: OwnerDep,
     filter: Annotated[PromptFilter, Query(description="Which prompts to list.")] = PromptFilter.all,
     last: Annotated[
@@ -76,7 +70,7 @@ async def prompt_stats(
     visits, streaks; with the difficulty histogram and the zero-variance share of all of them.
     `filter=always_solved&last=3`: prompts every sample of which passed in each of the last 3
     visits (what DAPO's dynamic sampling drops); `never_solved`, `zero_variance` likewise."""
-    return _stats(request).prompt_page(owner_label(owner), filter, last, limit, offset)
+    return _enabled(stats).prompt_page(owner_label(owner), filter, last, limit, offset)
 
 
 @stats_router.get(
@@ -86,9 +80,9 @@ async def prompt_stats(
     operation_id="verifier_stats",
 )
 async def verifier_stats(
-    request: Request,
+    stats: StatsDep,
     minutes: Annotated[int, Query(ge=1, le=7 * 1440, description="The window, up to now.")] = 60,
 ) -> VerifierStatsPage:
     """Per verifier over the last `minutes`: verdicts, error rate, pass rate, mean score,
     latency p50/p99/max, and the same per minute (the series behind the dashboard's charts)."""
-    return _stats(request).verifier_page(minutes)
+    return _enabled(stats).verifier_page(minutes)

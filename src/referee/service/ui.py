@@ -20,19 +20,20 @@ import base64
 import binascii
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from referee.audit import audit_html, audit_markdown
 from referee.errors import DomainError, ErrorKind
+from referee.runtime import BackgroundJobs
 from referee.service.auth import Auth, AuthError, Role
-from referee.service.routes_audits import MAX_KEPT, _jobs
-from referee.service.routes_stats import owner_label, stats_of
+from referee.service.deps import AuditJobsDep, AuthDep, CatalogDep, StatsDep
+from referee.service.routes_stats import owner_label
 from referee.service.ui_data import audit_rows, overview, verifier_rows
 
 HERE = Path(__file__).resolve().parent
@@ -93,9 +94,8 @@ class Viewer:
         return owner_label(self.digest)
 
 
-def _identify(request: Request) -> Viewer:
+def identify(request: Request, auth: AuthDep) -> Viewer:
     """The caller, from `Authorization: Bearer` or the login cookie; AuthError (401) if none."""
-    auth: Auth = request.app.state.auth
     if auth.open:
         return Viewer(None, None)
     header = request.headers.get("authorization")
@@ -106,11 +106,17 @@ def _identify(request: Request) -> Viewer:
     return Viewer(role, digest)
 
 
-def _page_viewer(request: Request) -> Viewer | None:
+def page_viewer(request: Request, auth: AuthDep) -> Viewer | None:
+    """The caller of a page; None sends it to the login form."""
     try:
-        return _identify(request)
+        return identify(request, auth)
     except AuthError:
         return None
+
+
+# Fragments answer 401 without a key, like the API; pages redirect to the login form.
+FragmentViewer = Annotated[Viewer, Depends(identify)]
+PageViewer = Annotated[Viewer | None, Depends(page_viewer)]
 
 
 def _to_login(request: Request) -> Response:
@@ -133,9 +139,8 @@ def _safe_next(request: Request, target: str | None) -> str:
 
 
 def _render(
-    request: Request, name: str, viewer: Viewer | None, status_code: int = 200, **context: Any
+    request: Request, auth: Auth, name: str, viewer: Viewer | None, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
-    auth: Auth = request.app.state.auth
     context.update(
         ui=_base(request),
         viewer=viewer,
@@ -149,54 +154,55 @@ def _render(
 
 
 @ui_router.get("/ui", response_class=HTMLResponse)
-async def overview_page(request: Request) -> Response:
-    viewer = _page_viewer(request)
+async def overview_page(request: Request, auth: AuthDep, viewer: PageViewer, stats: StatsDep) -> Response:
     if viewer is None:
         return _to_login(request)
-    return _render(
-        request, "overview.html", viewer, page="overview", **overview(stats_of(request), viewer.owner)
-    )
+    return _render(request, auth, "overview.html", viewer, page="overview", **overview(stats, viewer.owner))
 
 
 @ui_router.get("/ui/verifiers", response_class=HTMLResponse)
-async def verifiers_page(request: Request) -> Response:
-    viewer = _page_viewer(request)
+async def verifiers_page(
+    request: Request, auth: AuthDep, viewer: PageViewer, catalog: CatalogDep
+) -> Response:
     if viewer is None:
         return _to_login(request)
-    rows = await verifier_rows(request.app.state.catalog)
-    return _render(request, "verifiers.html", viewer, page="verifiers", **rows)
+    rows = await verifier_rows(catalog)
+    return _render(request, auth, "verifiers.html", viewer, page="verifiers", **rows)
 
 
 @ui_router.get("/ui/audits", response_class=HTMLResponse)
-async def audits_page(request: Request) -> Response:
-    viewer = _page_viewer(request)
+async def audits_page(request: Request, auth: AuthDep, viewer: PageViewer, jobs: AuditJobsDep) -> Response:
     if viewer is None:
         return _to_login(request)
-    jobs = audit_rows(list(_jobs(request).jobs.values()))
-    return _render(request, "audits.html", viewer, page="audits", audits=jobs, max_kept=MAX_KEPT)
+    rows = audit_rows(jobs.records())
+    return _render(request, auth, "audits.html", viewer, page="audits", audits=rows, max_kept=jobs.keep)
 
 
-def _report(request: Request, audit_id: str) -> Any:
-    job = _jobs(request).jobs.get(audit_id)
+def _report(jobs: BackgroundJobs[Any], audit_id: str) -> Any:
+    job = jobs.get(audit_id)
     if job is None or job.report is None:
         raise DomainError(ErrorKind.not_found, "unknown_audit", f"no finished audit {audit_id!r}")
     return job.report
 
 
 @ui_router.get("/ui/audits/{audit_id}/report.html", response_class=HTMLResponse)
-async def audit_report_html(request: Request, audit_id: str) -> Response:
-    if _page_viewer(request) is None:
+async def audit_report_html(
+    request: Request, audit_id: str, viewer: PageViewer, jobs: AuditJobsDep
+) -> Response:
+    if viewer is None:
         return _to_login(request)
     headers = {**HEADERS, "Content-Security-Policy": REPORT_CSP}
-    return HTMLResponse(audit_html(_report(request, audit_id)), headers=headers)
+    return HTMLResponse(audit_html(_report(jobs, audit_id)), headers=headers)
 
 
 @ui_router.get("/ui/audits/{audit_id}/report.md", response_class=PlainTextResponse)
-async def audit_report_markdown(request: Request, audit_id: str) -> Response:
-    if _page_viewer(request) is None:
+async def audit_report_markdown(
+    request: Request, audit_id: str, viewer: PageViewer, jobs: AuditJobsDep
+) -> Response:
+    if viewer is None:
         return _to_login(request)
     # text/plain so that a browser shows it rather than downloading it.
-    return PlainTextResponse(audit_markdown(_report(request, audit_id)), headers=HEADERS)
+    return PlainTextResponse(audit_markdown(_report(jobs, audit_id)), headers=HEADERS)
 
 
 @ui_router.get("/favicon.ico")
@@ -210,25 +216,28 @@ async def favicon() -> Response:
 
 
 @ui_router.get("/ui/fragments/overview", response_class=HTMLResponse)
-async def overview_fragment(request: Request) -> Response:
-    viewer = _identify(request)
-    context = overview(stats_of(request), viewer.owner)
-    return _render(request, "_overview_data.html", viewer, **context)
+async def overview_fragment(
+    request: Request, auth: AuthDep, viewer: FragmentViewer, stats: StatsDep
+) -> Response:
+    return _render(request, auth, "_overview_data.html", viewer, **overview(stats, viewer.owner))
 
 
 @ui_router.get("/ui/fragments/audits", response_class=HTMLResponse)
-async def audits_fragment(request: Request) -> Response:
-    viewer = _identify(request)
-    jobs = audit_rows(list(_jobs(request).jobs.values()))
-    return _render(request, "_audits_table.html", viewer, audits=jobs, max_kept=MAX_KEPT)
+async def audits_fragment(
+    request: Request, auth: AuthDep, viewer: FragmentViewer, jobs: AuditJobsDep
+) -> Response:
+    rows = audit_rows(jobs.records())
+    return _render(request, auth, "_audits_table.html", viewer, audits=rows, max_kept=jobs.keep)
 
 
 # ---- login ----------------------------------------------------------------------------------
 
 
 @ui_router.get("/ui/login", response_class=HTMLResponse)
-async def login_form(request: Request, next: str | None = None) -> Response:
-    return _render(request, "login.html", None, page="login", next=_safe_next(request, next), error=None)
+async def login_form(request: Request, auth: AuthDep, next: str | None = None) -> Response:
+    return _render(
+        request, auth, "login.html", None, page="login", next=_safe_next(request, next), error=None
+    )
 
 
 def _form(body: bytes) -> dict[str, str]:
@@ -241,10 +250,9 @@ def _form(body: bytes) -> dict[str, str]:
 
 
 @ui_router.post("/ui/login", response_class=HTMLResponse)
-async def login(request: Request) -> Response:
+async def login(request: Request, auth: AuthDep) -> Response:
     """Form fields `key` and `next`. A valid API or admin key sets the cookie and goes on to
     `next`; anything else shows the form again with 401."""
-    auth: Auth = request.app.state.auth
     form = _form(await request.body())
     key = form.get("key", "").strip()
     target = _safe_next(request, form.get("next"))
@@ -253,7 +261,9 @@ async def login(request: Request) -> Response:
     try:
         auth.identify(f"Bearer {key}")
     except AuthError:
-        return _render(request, "login.html", None, 401, page="login", next=target, error="Unknown key.")
+        return _render(
+            request, auth, "login.html", None, 401, page="login", next=target, error="Unknown key."
+        )
     response = RedirectResponse(target, status_code=303, headers=HEADERS)
     response.set_cookie(
         COOKIE,

@@ -17,8 +17,10 @@ from referee.verifiers.base import (
 )
 from referee.verifiers.installed import (
     BUILTIN_MODULES,
+    IndexUser,
     InstalledVerifiers,
     UnknownVerifier,
+    builtin_index,
     import_object,
     load_installed,
 )
@@ -30,6 +32,7 @@ __all__ = [
     "Check",
     "CodeSandbox",
     "Extraction",
+    "IndexUser",
     "InstalledVerifiers",
     "Lane",
     "NoOptions",
@@ -37,6 +40,7 @@ __all__ = [
     "UnknownVerifier",
     "Verifier",
     "VerifierError",
+    "builtin_index",
     "extract",
     "import_object",
     "load_installed",

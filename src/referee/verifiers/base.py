@@ -137,7 +137,8 @@ class Verifier:
     def worker_ref(self) -> str | tuple[str, str]:
         """How a worker process finds this verifier: an installed verifier's name, or for
         verifiers built at run time (types registered through the API) a ("module:factory",
-        spec_json) pair; the worker calls factory(spec_json) once and caches the instance."""
+        spec_json) pair; the worker calls factory(spec_json, its verifier index) once and caches
+        the instance."""
         return self.name
 
     def prepare(self, reference: Any, options: Any) -> Any:

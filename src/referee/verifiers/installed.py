@@ -3,16 +3,20 @@
 Three sources: the built-ins, classes named in REFEREE_EXTRA_VERIFIERS, and plugins.
 
 Plugins are discovered through the entry-point group `referee.verifiers`; an entry point may
-name a `Verifier` subclass or a list of them. The same index is rebuilt in every worker
-process (from the same inputs), so everything here must be deterministic and importable.
+name a `Verifier` subclass or a list of them. The service builds its index once (its runtime,
+`load_installed`) and hands it to whoever needs it: the worker processes get it pickled, so
+every verifier class must be importable by name; a verifier that looks up other verifiers
+(`length.cosine`) is bound to the index it belongs to (`IndexUser`). `builtin_index()` is the
+built-ins alone, for verifiers used outside a service (tests, notebooks, the audit's batteries).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
@@ -42,6 +46,14 @@ class UnknownVerifier(DomainError):
         self.known = known
 
 
+@runtime_checkable
+class IndexUser(Protocol):
+    """A verifier that names other verifiers (length.cosine's inner verifier): it is handed the
+    index it belongs to when registered there, and looks them up in it."""
+
+    def use_index(self, index: InstalledVerifiers) -> None: ...
+
+
 class InstalledVerifiers:
     def __init__(self) -> None:
         self._verifiers: dict[str, Verifier] = {}
@@ -58,7 +70,10 @@ class InstalledVerifiers:
             if existing is cls:
                 return
             raise ValueError(f"verifier {name!r} is already registered by {existing.__qualname__}")
-        self._verifiers[name] = cls()
+        verifier = cls()
+        if isinstance(verifier, IndexUser):
+            verifier.use_index(self)
+        self._verifiers[name] = verifier
         self._kinds[name] = kind
 
     def get(self, name: str) -> Verifier:
@@ -103,7 +118,8 @@ def import_object(path: str) -> Any:
 
 
 def load_installed(extra: Iterable[str] = (), *, plugins: bool = True) -> InstalledVerifiers:
-    """Built-ins, then `extra` ("module:Class" paths from settings), then entry-point plugins.
+    """Built-ins, then `extra` ("module:Class" paths from settings), then entry-point plugins:
+    the one constructor of a verifier index.
 
     A plugin that fails to load is logged and skipped: one broken third-party package must not
     take the built-in verifiers down with it.
@@ -125,3 +141,10 @@ def load_installed(extra: Iterable[str] = (), *, plugins: bool = True) -> Instal
             except Exception as exc:
                 log.warning("plugin_load_failed", entry_point=ep.name, value=ep.value, error=str(exc))
     return installed
+
+
+@lru_cache(maxsize=1)
+def builtin_index() -> InstalledVerifiers:
+    """The built-in verifiers alone (no extras, no plugins), built once per process: for
+    verifiers used on their own, outside a service's runtime (which builds its index itself)."""
+    return load_installed(plugins=False)

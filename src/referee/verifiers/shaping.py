@@ -17,18 +17,19 @@ and no explicit length, the response's character count is used.
   option is constrained to that interval).
   Correctness comes from the `correct` option, or from a named built-in CPU verifier
   (`verifier`, `verifier_options`) applied to this request's reference: correct when its score
-  is ≥ `threshold` (default 1.0).
+  is ≥ `threshold` (default 1.0). The inner verifier is looked up in the index `length.cosine`
+  belongs to (`use_index`), or among the built-ins when it is used on its own.
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from referee.verifiers.base import Check, Verifier, VerifierError
+from referee.verifiers.installed import builtin_index
 
 
 class _LengthOptions(BaseModel):
@@ -121,12 +122,14 @@ def cosine_reward(length: int, max_length: int, correct: bool, options: CosineOp
     return at_max + 0.5 * (at_zero - at_max) * (1.0 + math.cos(progress * math.pi))
 
 
-@lru_cache(maxsize=1)
-def _installed_verifiers() -> Any:
-    # Imported lazily: `installed` imports this module.
-    from referee.verifiers.installed import load_installed
+class _Index(Protocol):
+    """What `length.cosine` needs of a verifier index (`InstalledVerifiers` is one)."""
 
-    return load_installed(plugins=False)
+    def __contains__(self, name: object) -> bool: ...
+
+    def get(self, name: str) -> Verifier: ...
+
+    def kind(self, name: str) -> str: ...
 
 
 class Cosine(Verifier):
@@ -145,13 +148,20 @@ class Cosine(Verifier):
         "expected_score": 0.75,
     }
 
+    _index: _Index | None = None
+
+    def use_index(self, index: _Index) -> None:
+        """Look inner verifiers up in `index`, the one this verifier is registered in."""
+        self._index = index
+
     def prepare(self, reference: Any, options: CosineOptions) -> Any:
         if options.verifier is None:
             return None
-        installed = _installed_verifiers()
-        if options.verifier not in installed:
+        index = self._index if self._index is not None else builtin_index()
+        # Built-ins only (not extras or plugins): the audited verifiers.
+        if options.verifier not in index or index.kind(options.verifier) != "builtin":
             raise VerifierError(f"unknown inner verifier {options.verifier!r}")
-        inner = installed.get(options.verifier)
+        inner = index.get(options.verifier)
         if inner.runs_in != "worker" or isinstance(inner, Cosine):
             raise VerifierError(f"{options.verifier} cannot be used as the inner verifier")
         try:

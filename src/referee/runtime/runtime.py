@@ -1,0 +1,151 @@
+"""`Runtime`: what one scoring service keeps for its lifetime, built from its `Settings`.
+
+Built (`Runtime(settings)`, nothing started): the verifier index, built here once and handed to
+the worker processes, the registry's catalog and the scorer; the worker pool, admission lanes,
+statistics, the sandbox pool and the registry of background audit jobs. `start()` starts them
+in order (pool warmed up, statistics read back, sandbox warming); `stop()` stops everything
+that was started, in reverse order: running audits are cancelled first, statistics get their
+final flush, the worker processes go last. An HTTP app (`referee.service.create_app`), a Ray
+replica and the tests each build one; `async with Runtime(settings) as runtime:` runs one
+without HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import structlog
+
+from referee.models import Verdict
+from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
+from referee.runtime.jobs import BackgroundJobs
+from referee.sandbox import SandboxPool
+from referee.scoring import Admission, Scorer, WorkerPool
+from referee.settings import RegistrySettings, Settings, StatsSettings
+from referee.stats import Statistics, persisted
+from referee.verifiers import CodeSandbox, Resources, load_installed
+
+log = structlog.get_logger(__name__)
+
+Observer = Callable[[Verdict, str], None]
+# Audit jobs whose records are kept (running ones always are).
+AUDITS_KEPT = 32
+
+
+def open_store(registry: RegistrySettings) -> VerifierStore:
+    """The registry of registered types: PostgreSQL shared by replicas when `db_url` is set,
+    else the SQLite file at `db_path` (created by the first registration)."""
+    if registry.db_url:
+        return PostgresStore(registry.db_url, refresh_s=registry.db_refresh_s)
+    return SQLiteStore(registry.db_path, busy_timeout_s=registry.busy_timeout_s)
+
+
+def _statistics(stats: StatsSettings) -> Statistics | None:
+    if not stats.enabled:
+        return None
+    return Statistics(
+        max_prompts=stats.max_prompts,
+        window_minutes=stats.window_minutes,
+        max_verifiers=stats.max_verifiers,
+        pass_threshold=stats.pass_threshold,
+    )
+
+
+class Runtime:
+    def __init__(self, settings: Settings | None = None, *, sandbox: CodeSandbox | None = None) -> None:
+        """`sandbox`: one the caller owns (and starts and stops), instead of the pool
+        `settings.sandbox` describes."""
+        self.settings = settings = settings or Settings()
+        registry = settings.registry
+        self.installed = load_installed(registry.extra_verifiers, plugins=registry.load_plugins)
+        self.pool = WorkerPool(settings.workers, self.installed)
+        self.admission = Admission.for_workers(settings.workers)
+        self.catalog = VerifierCatalog(registry, self.installed, open_store(registry))
+        self.stats = _statistics(settings.stats)
+        self.audits: BackgroundJobs[Any] = BackgroundJobs(keep=AUDITS_KEPT)
+        # The code sandbox never blocks start-up: if Docker is unreachable, the pool records
+        # why and the verdicts that need it come back as errors.
+        self._own_sandbox = (
+            SandboxPool(settings.sandbox) if sandbox is None and settings.sandbox.enabled else None
+        )
+        self.resources = Resources(sandbox=sandbox or self._own_sandbox)
+        self._observers: list[Observer] = []
+        self.scorer = Scorer(
+            settings.limits,
+            settings.workers,
+            self.installed,
+            self.pool,
+            self.resources,
+            observer=self._observe,
+            resolver=self.catalog.resolve,
+            admission=self.admission,
+        )
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    def observe(self, observer: Observer) -> None:
+        """Also tell `observer` of every verdict (the service's metrics), besides statistics."""
+        self._observers.append(observer)
+
+    def _observe(self, verdict: Verdict, name: str) -> None:
+        for observer in self._observers:
+            observer(verdict, name)
+        if self.stats is not None:
+            self.stats.observe_verdict(verdict, name)
+
+    async def start(self) -> None:
+        """Start everything; if a step fails, what was started is stopped before it raises."""
+        if self._stack is not None:
+            raise RuntimeError("the runtime is already started")
+        stack = contextlib.AsyncExitStack()
+        try:
+            resealed = await self._start(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        log.info(
+            "referee_started",
+            workers=self.settings.workers.count,
+            verifiers=self.catalog.names(),
+            secrets_resealed=resealed,
+        )
+
+    async def _start(self, stack: contextlib.AsyncExitStack) -> int:
+        """Each step registers its stop on `stack` once it has started."""
+        stack.callback(self.pool.close)
+        stack.push_async_callback(self.catalog.aclose)
+        # Webhook secrets stored in plain text, or under a rotated-out key: encrypted anew.
+        resealed = await self.catalog.reseal_secrets()
+        self.pool.start()
+        await self.pool.warm_up()
+        # Rebuilds the worker pool if it breaks (its forkserver killed, say).
+        watcher = asyncio.create_task(self.pool.watch(), name="referee-pool-watch")
+        stack.callback(watcher.cancel)
+        if self.stats is not None:
+            flush_s = self.settings.stats.flush_s
+            await stack.enter_async_context(persisted(self.stats, self.settings.stats_path(), flush_s))
+        if self._own_sandbox is not None:
+            await self._own_sandbox.start()
+            stack.push_async_callback(self._own_sandbox.close)
+        # Last in, so first out: no audit scores on a stopping pool.
+        stack.push_async_callback(self.audits.cancel_all)
+        return resealed
+
+    async def stop(self) -> None:
+        """Stop what `start` started (a runtime never started has nothing to stop)."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
