@@ -2,8 +2,8 @@
 
 Private modules, in pipeline order: `_verifier` (the verifier, driving the rest), `_extract`
 (final answer, retractions, hedges), `_text` (spelling clean-up), `_lexer` (whitelist
-tokenizer), `_parser` (grammar -> tuple tree, node shapes in `_tree`; sums and products with
-bounds in `_bigops`), `_values` (what the answer denotes, with `_labels`, `_inequalities` and
+tokenizer), `_parser` (grammar -> tuple tree, node shapes in `_tree`; which `|` opens and
+which closes in `_bars`; sums and products with bounds in `_bigops`), `_values` (what the answer denotes, with `_labels`, `_inequalities` and
 `_matrices`), `_numeric` (exact / bounded numeric equality, over `_exact` and `_evaluate`),
 `_compare` (policy rules), `_format` (bounded rendering for details).
 """

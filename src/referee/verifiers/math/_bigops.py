@@ -47,7 +47,7 @@ def parse_bigop(p: Parser, op: str) -> Node:
             index, lo = _lower_bound(p)
         elif hi is None and p._is("op", "^"):
             p.pos += 1
-            hi = p._arg()
+            hi = p._script_arg()
     if index is None or lo is None or hi is None:
         raise BigOpError("a sum or product needs an index and both bounds")
     name = f"#{len(p.bound) + 1}#"

@@ -62,12 +62,14 @@ def scalars_equal(gold: Scalar, got: Scalar, policy: EqualityRules) -> str | Non
                 return rule if not (gold.pct or got.pct) else f"percent/{rule}"
             # Policy 5: a decimal gold is rounded to its k decimals; an answer with more
             # precision that rounds half-up to it is right, one with <= k digits must be exact.
+            # A gold in scientific notation is rounded at its mantissa's last digit, however
+            # small (policy rule 40): the mantissa states its significant digits.
             g_exact = g_expr.exact()
             if (
                 policy.rounded_decimal_gold
-                and g_decimals
+                and g_decimals is not None
                 and g_exact is not None
-                and abs(g_exact) >= ROUNDING_MIN_GOLD
+                and (gold.scientific or (g_decimals > 0 and abs(g_exact) >= ROUNDING_MIN_GOLD))
             ):
                 precision = _precision(r_expr, r_decimals)
                 if precision is not None and precision <= g_decimals:

@@ -87,9 +87,36 @@ def exact_value(node: Node) -> Fraction | None:
             return Fraction(int(node[1], node[2]))
         if tag == "f" and node[1] in TRIG:
             return _exact_trig(node[1], _pi_multiple(node[2]))
+        if tag == "f" and node[1] == "gamma":
+            v = exact_value(node[2])  # Gamma(n) = (n-1)! at whole n > 0; irrational or a pole elsewhere
+            if v is None or v.denominator != 1 or not 1 <= v <= 2001:
+                return None
+            return Fraction(math.factorial(int(v) - 1))
+        if tag in _LIST_FUNCTIONS:
+            return _list_function(tag, node[1:])
     except ValueError:
         return None
     return None
+
+
+_LIST_FUNCTIONS = frozenset({"min", "max", "gcd", "lcm"})
+
+
+def _list_function(name: str, arguments: tuple[Node, ...]) -> Fraction | None:
+    """min / max of exact numbers; gcd / lcm of whole numbers (None otherwise)."""
+    values: list[Fraction] = []
+    for argument in arguments:
+        v = exact_value(argument)
+        if v is None or (name in ("gcd", "lcm") and v.denominator != 1):
+            return None
+        values.append(v)
+    if name == "min":
+        return min(values)
+    if name == "max":
+        return max(values)
+    whole = [int(v) for v in values]
+    result = Fraction(math.gcd(*whole) if name == "gcd" else math.lcm(*whole))
+    return None if _too_big(result) else result
 
 
 TRIG = frozenset({"sin", "cos", "tan", "cot", "sec", "csc"})

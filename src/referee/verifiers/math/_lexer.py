@@ -31,9 +31,10 @@ class Token:
 
 @dataclass(frozen=True, slots=True)
 class Num:
-    value: Fraction
+    value: Fraction  # of the literal, or of its mantissa when it has an exponent
     decimals: int | None  # digits after the point of a terminating decimal literal, else None
     text: str
+    exponent: int | None = None  # E-notation `6.02e23`: the value is value x 10^exponent
 
 
 _GREEK = {
@@ -43,13 +44,30 @@ _GREEK = {
 }  # fmt: skip
 FUNCTIONS = {
     "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-    "ln", "log", "exp", "lg",
+    "arcsinh", "arccosh", "arctanh", "ln", "log", "exp", "lg",
 }  # fmt: skip
+# Other spellings of the inverse functions (`\operatorname{asin}`, `\arsinh`, ...).
+_FUNCTION_ALIASES = {
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "arsinh": "arcsinh", "arcosh": "arccosh", "artanh": "arctanh",
+}  # fmt: skip
+# Functions of a list of arguments: `\max(a, b)`, `\min\{a, b, c\}`, `\gcd(12, 18)`. Spelled
+# without a backslash (`\operatorname{lcm}`, `\text{max}`) they are these functions only right
+# before their bracket: "5 min" is five minutes.
+MULTI_FUNCTIONS = frozenset({"min", "max", "gcd", "lcm"})
+# Spacing commands: they separate nothing and mean nothing. Matched as whole names like every
+# command, so `\negthinspace` is never `\ne` followed by letters (policy rule 39).
+_SPACING = frozenset({
+    "thinspace", "medspace", "thickspace", "enspace", "negthinspace", "negmedspace",
+    "negthickspace", "nobreakspace", "space", "enskip", "hfill", "allowbreak", "nobreak",
+})  # fmt: skip
+_SPACING_WITH_ARGUMENT = frozenset({"hspace", "phantom", "hphantom", "vphantom"})
 _COMMANDS: dict[str, tuple[str, Any]] = {
     "frac": ("frac", None),
     "sqrt": ("sqrt", None),
     "binom": ("binom", None),
     "pi": ("const", "pi"),
+    "imaginaryunit": ("const", "i"),
     "infty": ("inf", None),
     "emptyset": ("empty", None),
     "varnothing": ("empty", None),
@@ -87,10 +105,12 @@ _COMMANDS: dict[str, tuple[str, Any]] = {
     "rangle": (")", None),
     "lbrace": ("lset", None),
     "rbrace": ("rset", None),
+    "overline": ("overline", None),  # of a number: its complex conjugate
     "angle": ("word", "angle"),  # `\angle ABC = 90^\circ`: the label is ABC
     "triangle": ("word", "triangle"),
-    "sum": ("bigop", "sum"),  # with bounds, `\sum_{k=0}^{n-1}`: grammar in `_bigops`
+    "sum": ("bigop", "sum"),  # with bounds, `\sum_{k=0}^{n-1}` (policy rule 33)
     "prod": ("bigop", "prod"),
+    **{name: ("multi", name) for name in MULTI_FUNCTIONS},
 }
 # Multi-letter words that are always words (units), even when glued to a number or a `^2`.
 _UNITS = {
@@ -134,6 +154,21 @@ _SINGLE_CHAR = {
 }
 
 
+# A run of at most this many letters amid math is a product of symbols (`xy`, `abc`); longer
+# runs are words even there ("area = 5" is a label either way, "perimeter" is never a product).
+MAX_PRODUCT_LETTERS = 4
+_OPERATORS = frozenset("+-*/^=<>")
+_OPENS_OPERAND = _OPERATORS | frozenset("({[|,")
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _math_command(name: str) -> bool:
+    """A command after which letters are math: functions, operators, relations, Greek letters."""
+    if name in _COMMANDS:
+        return _COMMANDS[name][0] != "word"
+    return name in FUNCTIONS or name in _GREEK
+
+
 def _isdigit(text: str) -> bool:
     """ASCII digits only: str.isdigit() also accepts '¹' and '٣', which int() rejects."""
     return bool(text) and text.isascii() and text.isdigit()
@@ -155,6 +190,26 @@ def _braced_name(text: str, pos: int) -> tuple[str, int]:
     if end < 0 or end - pos > 40:
         raise LexError("bad {name}")
     return text[pos + 1 : end].strip(), end + 1
+
+
+def _command_at(text: str, pos: int, name: str) -> bool:
+    """`\\name` at pos as a whole command name (`\\overlines` is not `\\overline`)."""
+    end = pos + 1 + len(name)
+    return text.startswith("\\" + name, pos) and not (end < len(text) and text[end].isalpha())
+
+
+def _after_group(text: str, pos: int) -> int:
+    """The index after the braced group at pos (nested braces counted, 200 characters at most)."""
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    if pos >= len(text) or text[pos] != "{":
+        raise LexError("expected {...}")
+    depth = 0
+    for end in range(pos, min(len(text), pos + 200)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return end + 1
+    raise LexError("unterminated {...}")
 
 
 def _digits(text: str) -> int:
@@ -187,7 +242,7 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
     if len(int_part) + len(frac_part) > MAX_DIGITS:
         raise LexError("number literal too long")
     # Repeating decimal: 0.\overline{3}, 2.1\overline{6}.
-    if point and text.startswith("\\overline", pos):
+    if point and _command_at(text, pos, "overline"):
         rep, after = _braced_name(text, pos + len("\\overline"))
         if not _isdigit(rep) or len(rep) > 200:
             raise LexError("bad repeating decimal")
@@ -209,8 +264,7 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
             exponent = int(text[pos + 1 : k])
             if abs(exponent) > 10_000:
                 raise LexError("exponent too large")
-            value *= Fraction(10) ** exponent
-            return Token("num", Num(value, None, text[start:k])), k
+            return Token("num", Num(value, decimals, text[start:k], exponent)), k
     return Token("num", Num(value, decimals, text[start:pos])), pos
 
 
@@ -249,7 +303,9 @@ class _Lexer:
             elif ch.isascii() and ch.isalpha():
                 tokens.extend(self._letters())
             elif ch == "\\":
-                tokens.append(self._command())
+                command = self._command()
+                if command is not None:
+                    tokens.append(command)
             else:
                 tokens.append(self._symbol(ch))
         return tokens
@@ -262,8 +318,10 @@ class _Lexer:
         end = self.text.find(WORD_MARK, self.pos + 1)
         if end < 0:
             raise LexError("unterminated word")
-        word = " ".join(self.text[self.pos + 1 : end].lower().split())
+        start, word = self.pos, " ".join(self.text[self.pos + 1 : end].lower().split())
         self.pos = end + 1
+        if word in MULTI_FUNCTIONS and self._calls(word, start, self.pos):
+            return Token("multi", word)  # `\text{max}(3, 5)`
         return Token("conn", word) if word in ("or", "and") else Token("word", word)
 
     def _letters(self) -> list[Token]:
@@ -277,19 +335,52 @@ class _Lexer:
         lower = run.lower()
         if len(run) == 1:
             return [_letter(run)]
-        if lower in FUNCTIONS:
-            return [Token("func", lower)]
+        if lower in FUNCTIONS or lower in _FUNCTION_ALIASES:
+            return [Token("func", _FUNCTION_ALIASES.get(lower, lower))]
         if lower in _PLAIN_WORDS:
             kind, val = _PLAIN_WORDS[lower]
             return [Token(kind, val)]
+        if lower in MULTI_FUNCTIONS and self._calls(lower, start, pos):
+            return [Token("multi", lower)]  # `\operatorname{lcm}(4, 6)`
         glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
         glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
         braced = start > 0 and text[start - 1] == "{" and pos < n and text[pos] == "}"
         if run.isupper() and len(run) <= 4 and (braced or self._names_points(start)):
             return [_letter(letter) for letter in run]  # |AB|, \angle ABC: points, not a word
-        if lower in _UNITS or not (glued_left or glued_right):
+        amid_math = len(run) <= MAX_PRODUCT_LETTERS and (
+            self._math_before(start) or self._operator_after(pos)
+        )
+        if lower in _UNITS or not (glued_left or glued_right or amid_math):
             return [Token("word", lower)]
         return [_letter(letter) for letter in run]  # "2xy", "a^2b": a product of one-letter symbols
+
+    def _calls(self, name: str, start: int, end: int) -> bool:
+        """`max`, `gcd`, ... spelled out (start..end) is the function right before its bracket;
+        `min` after a number is minutes ("5 min (about)")."""
+        after = self.text[end : end + 12].lstrip()
+        if not after.startswith(("(", "\\{", "\\lbrace")):
+            return False
+        before = self.text[max(0, start - 12) : start].rstrip()
+        return not (name == "min" and before[-1:].isdigit())
+
+    def _math_before(self, start: int) -> bool:
+        """A letter run right after an operator, an opening bracket or a math command (`\\ln xy`,
+        `|xy|`, `\\frac{ab}{2}`, `x = ab`) is a product of symbols, not prose (policy rule 38)."""
+        before = self.text[max(0, start - 20) : start].rstrip()
+        if before[-1:] in _OPENS_OPERAND:
+            return True
+        name = before[len(before.rstrip(_ASCII_LETTERS)) :]
+        return bool(name) and before[: -len(name)].endswith("\\") and _math_command(name)
+
+    def _operator_after(self, end: int) -> bool:
+        """A letter run right before an arithmetic operator or an inequality (`bc + a`,
+        `ab \\le 1`) is a product of symbols: dropping it as a word would change the answer.
+        Before `=` it may stay a word: `xy = 5` and `time = 5` state 5 either way."""
+        after = self.text[end : end + 20].lstrip()
+        if after[:1] in _OPERATORS:
+            return after[:1] != "="
+        name = after[1 : len(after) - len(after[1:].lstrip(_ASCII_LETTERS))] if after[:1] == "\\" else ""
+        return name in _COMMANDS and _COMMANDS[name][0] in ("op", "rel") and name != "approx"
 
     def _names_points(self, start: int) -> bool:
         """Capitals right after `|` or `\\angle` / `\\triangle` name points (`|AB|`), as do
@@ -298,7 +389,8 @@ class _Lexer:
         before = self.text[max(0, start - 12) : start].rstrip()
         return before.endswith(("|", "\\angle", "\\triangle"))
 
-    def _command(self) -> Token:
+    def _command(self) -> Token | None:
+        """The token of a command at `self.pos`; None for spacing, which means nothing."""
         text, n = self.text, self.n
         pos = self.pos + 1
         if pos < n and text[pos].isalpha():
@@ -306,6 +398,11 @@ class _Lexer:
             while end < n and text[end].isalpha():
                 end += 1
             self.pos = end
+            if text[pos:end] in _SPACING:
+                return None
+            if text[pos:end] in _SPACING_WITH_ARGUMENT:  # `\hspace{1em}`, `\phantom{x}`
+                self.pos = _after_group(text, end + (text[end : end + 1] == "*"))
+                return None
             tok = self._named_command(text[pos:end])
         elif pos < n and text[pos] in "{}":
             tok, self.pos = Token("lset" if text[pos] == "{" else "rset"), pos + 1
@@ -327,8 +424,8 @@ class _Lexer:
             elif kind == "sqrt":
                 self.single_args = 2
             return Token(kind, val)
-        if name in FUNCTIONS:
-            return Token("func", name)
+        if name in FUNCTIONS or name in _FUNCTION_ALIASES:
+            return Token("func", _FUNCTION_ALIASES.get(name, name))
         if name in _GREEK:
             return Token("sym", name)
         if name == "mathbb":

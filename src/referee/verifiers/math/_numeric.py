@@ -218,18 +218,22 @@ def decimal_digits(value: Fraction) -> int | None:
 
 
 def round_half_up(expr: Expr, decimals: int) -> Fraction | None:
-    """The value rounded half away from zero to `decimals` places (None if not a real number)."""
-    scale = 10**decimals
+    """The value rounded half away from zero to `decimals` places (None if not a real number);
+    negative places round to tens, hundreds, ... (`6.02\\times10^{23}` is rounded at 10^21)."""
+    if abs(decimals) > 4000:
+        return None
+    scale = Fraction(10) ** decimals
     exact = expr.exact()
     if exact is not None:
-        scaled = abs(exact) * scale
-        rounded = math.floor(scaled + Fraction(1, 2))
-        return Fraction(rounded if exact >= 0 else -rounded, scale)
+        rounded = math.floor(abs(exact) * scale + Fraction(1, 2))
+        return (rounded if exact >= 0 else -rounded) / scale
     real = real_value(expr)
     if real is None or real.context.mag(real) > 4000:
         return None
-    rounded = int(real.context.floor(abs(real) * scale + real.context.mpf(1) / 2))
-    return Fraction(rounded if real >= 0 else -rounded, scale)
+    ctx = real.context
+    scaled = abs(real) * 10**decimals if decimals >= 0 else abs(real) / 10 ** (-decimals)
+    rounded = int(ctx.floor(scaled + ctx.mpf(1) / 2))
+    return (rounded if real >= 0 else -rounded) / scale
 
 
 def numeric_sort_key(expr: Expr) -> float | None:

@@ -8,12 +8,15 @@ Nothing here evaluates anything. Depth is bounded by the Python stack actually l
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
+from referee.verifiers.math._bars import BarError, pair_bars
 from referee.verifiers.math._bigops import BigOpError, expand_bigops, parse_bigop
 from referee.verifiers.math._lexer import Num, Token
-from referee.verifiers.math._tree import MAX_TREE_DEPTH, Node, tree_depth
+from referee.verifiers.math._tree import MAX_TREE_DEPTH, Node, free_symbols, tree_depth
 
 MAX_TOKENS = 30_000
 MAX_NESTING = 160  # bracket levels (a continued fraction 100 levels deep is legal LaTeX)
@@ -29,14 +32,26 @@ _IMPLICIT_START = {
     "frac",
     "binom",
     "(",
+    "lbar",
     "lfloor",
     "lceil",
     "{",
+    "[",
+    "lset",
     "begin",
     "bigop",
+    "multi",
 }
-_CLOSERS = {")", "]", "}", "rset", "rowsep", "&", "end", "rfloor", "rceil", "eof"}
-_TRIG_INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan"}
+_CLOSERS = {")", "]", "}", "rset", "rowsep", "&", "end", "rbar", "rfloor", "rceil", "eof"}
+_GROUPING_FUNCTIONS = {"lbar": ("abs", "rbar"), "lfloor": ("floor", "rfloor"), "lceil": ("ceil", "rceil")}
+_INVERSE = {
+    "sin": "arcsin",
+    "cos": "arccos",
+    "tan": "arctan",
+    "sinh": "arcsinh",
+    "cosh": "arccosh",
+    "tanh": "arctanh",
+}
 _TRIG = frozenset({"sin", "cos", "tan", "cot", "sec", "csc"})
 
 
@@ -63,7 +78,8 @@ class Parser:
         # Bracket nesting is bounded by the Python stack actually left, never by luck.
         room = sys.getrecursionlimit() - _stack_depth() - 60
         self.max_depth = max(4, min(MAX_NESTING, room // _FRAMES_PER_LEVEL))
-        self.degrees = False
+        self.degrees = False  # a degree sign was read: `_resolve_degrees` has work to do
+        self.sets = False  # a `\{…\}` set was read: `_braces_as_grouping` has work to do
         self.bound: list[tuple[str, str]] = []  # (written, canonical) index of each enclosing sum
 
     # -- helpers -------------------------------------------------------------------------
@@ -89,6 +105,15 @@ class Parser:
         self.depth += 1
         if self.depth > self.max_depth:
             raise ParseError("answer nested too deeply")
+
+    @contextmanager
+    def _nested(self) -> Iterator[None]:
+        """One bracket level deeper for the parse inside the block."""
+        self._enter()
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     # -- grammar -------------------------------------------------------------------------
     def parse(self) -> Node:
@@ -159,12 +184,16 @@ class Parser:
                     factors.append(rhs)
                 else:
                     factors = [("/", _mul(factors), rhs)]
-            elif tok.kind in _IMPLICIT_START and not (
-                tok.kind == "num" and self.toks[self.pos - 1].kind == "num"
-            ):
+            elif self._starts_factor(tok):
                 factors.append(self._power())
             else:
                 return _mul(factors)
+
+    def _starts_factor(self, tok: Token) -> bool:
+        """Whether `tok` starts a factor multiplied implicitly into the term before it."""
+        return tok.kind in _IMPLICIT_START and not (
+            tok.kind == "num" and self.toks[self.pos - 1].kind == "num"
+        )
 
     def _unary(self) -> Node:
         signs: list[str] = []
@@ -220,14 +249,26 @@ class Parser:
         """A command argument: a braced group or one token."""
         if self._is("{"):
             self.pos += 1
-            self._enter()
-            items, conns = self._list()
-            self._expect("}")
-            self.depth -= 1
+            with self._nested():
+                items, conns = self._list()
+                self._expect("}")
             if len(items) != 1 or conns:
                 raise ParseError("bad command argument")
             return items[0]
         return self._atom()
+
+    def _script_arg(self) -> Node:
+        """A bound after `^` or `_`: an argument, but a lone number or letter takes no subscript
+        of its own (`\\sum^3_{k=1}`: the `_` belongs to the sum, not to 3)."""
+        tok = self._peek()
+        if tok.kind == "num" and tok.val.exponent is None:
+            self.pos += 1
+            return ("n", tok.val.value, tok.val.decimals)
+        if tok.kind in ("sym", "const"):
+            self.pos += 1
+            name = self._bound_name(str(tok.val))
+            return ("c", name) if tok.kind == "const" and name == tok.val else ("s", name)
+        return self._arg()
 
     def _bound_name(self, name: str) -> str:
         """The canonical name of a sum's index (`k` -> `#1#`), or the name itself."""
@@ -269,6 +310,8 @@ class Parser:
             name = self._bound_name(str(tok.val))
             if name != tok.val:  # the index of an enclosing sum
                 return ("s", name)
+        if kind == "sym" and tok.val == "Gamma" and self._is("("):
+            return ("f", "gamma", self._atom())  # `\Gamma(x+2)` is the gamma function, (x+1)!
         if kind == "sym" or (kind == "const" and self._is("op", "_")):
             name = str(tok.val)
             if self._is("op", "_"):
@@ -285,14 +328,16 @@ class Parser:
             return ("reals",)
         if kind in ("(", "[", "{", "lset"):
             return self._bracket(kind)
-        if kind in ("|", "lfloor", "lceil"):
-            self._enter()
-            inner = self._sum()
-            self._expect({"|": "|", "lfloor": "rfloor", "lceil": "rceil"}[kind])
-            self.depth -= 1
-            return ("f", {"|": "abs", "lfloor": "floor", "lceil": "ceil"}[kind], inner)
+        if kind in _GROUPING_FUNCTIONS:
+            name, closer = _GROUPING_FUNCTIONS[kind]
+            with self._nested():
+                inner = self._sum()
+                self._expect(closer)
+            return ("f", name, inner)
         if kind == "frac":
             return ("/", self._arg(), self._arg())
+        if kind == "overline":
+            return self._conjugate()
         if kind == "binom":
             return ("binom", self._arg(), self._arg())
         if kind == "sqrt":
@@ -306,6 +351,8 @@ class Parser:
             return self._function(tok.val)
         if kind == "begin" and tok.val in _MATRIX_ENVS:
             return self._matrix(tok.val)
+        if kind == "multi":
+            return self._multi(tok.val)
         if kind == "bigop":
             try:
                 return parse_bigop(self, tok.val)
@@ -315,6 +362,13 @@ class Parser:
 
     def _number(self, num: Num) -> Node:
         node: Node = ("n", num.value, num.decimals)
+        if num.exponent is not None:  # 6.02e23 is 6.02 x 10^23, written so (policy rule 40)
+            exponent: Node = ("n", Fraction(abs(num.exponent)), None)
+            return (
+                "*",
+                node,
+                ("^", ("n", Fraction(10), None), exponent if num.exponent >= 0 else ("neg", exponent)),
+            )
         if num.decimals is None and num.text.isascii() and num.text.isdigit():
             mixed = self._mixed_fraction()
             if mixed is not None:  # "1 1/2": a whole number and a proper fraction
@@ -355,14 +409,14 @@ class Parser:
         return Fraction(top.value / bottom.value)
 
     def _bracket(self, opener: str) -> Node:
-        self._enter()
-        items, conns = self._list()
-        closer = self._next().kind
-        self.depth -= 1
+        with self._nested():
+            items, conns = self._list()
+            closer = self._next().kind
         count = len(items)
         if conns and count >= 2 and (opener, closer) in (("(", ")"), ("{", "}"), ("[", "]")):
             return ("list", tuple(sorted(conns)), tuple(items))
         if opener == "lset" and closer == "rset":
+            self.sets = True
             return ("set", tuple(items)) if items else ("empty",)
         if opener == "{" and closer == "}":
             # A LaTeX group, not a set (only `\{...\}` is a set): `{1,3}` is the bare list 1, 3.
@@ -397,15 +451,13 @@ class Parser:
             power = self._postfix()
             if negative:
                 power = ("neg", power)
-            if power == ("neg", ("n", Fraction(1), None)) and name in _TRIG_INVERSE:
-                name, power = _TRIG_INVERSE[name], None
+            if power == ("neg", ("n", Fraction(1), None)) and name in _INVERSE:
+                name, power = _INVERSE[name], None
         if self._is("("):
             arg = self._atom()
         else:  # \sin 2x, \ln 5: the argument runs over implicitly multiplied factors
             factors = [self._power()]
-            while self._peek().kind in _IMPLICIT_START and self._peek().kind != "func":
-                if self._peek().kind == "num" and self.toks[self.pos - 1].kind == "num":
-                    break
+            while self._starts_factor(self._peek()) and self._peek().kind != "func":
                 factors.append(self._power())
             arg = _mul(factors)
         self.depth -= 1
@@ -418,6 +470,27 @@ class Parser:
         else:
             node = ("f", name, arg)
         return ("^", node, power) if power is not None else node
+
+    def _conjugate(self) -> Node:
+        """`\\overline{3+4i}`: the complex conjugate of a number. Over unknowns it is refused:
+        they are sampled as real numbers, where it would change nothing (`\\overline{z}` is not z),
+        and `\\overline{AB}` names a segment."""
+        arg = self._arg()
+        if free_symbols(arg):
+            raise ParseError("\\overline over unknowns")
+        return ("f", "conj", arg)
+
+    def _multi(self, name: str) -> Node:
+        """`\\max(a, b)`, `\\min\\{a, b, c\\}`, `\\gcd(12, 18)`: (name, *arguments)."""
+        opener = self._next().kind
+        if opener not in ("(", "lset"):
+            raise ParseError(f"\\{name} needs its arguments in brackets")
+        with self._nested():
+            items, conns = self._list()
+            self._expect(")" if opener == "(" else "rset")
+        if not items or conns:
+            raise ParseError(f"bad arguments of \\{name}")
+        return (name, *items)
 
     def _matrix(self, env: str) -> Node:
         self._enter()
@@ -492,13 +565,45 @@ def _resolve_degrees(node: Node, in_trig: bool = False) -> Node:
     )
 
 
+# Operators whose operands are numbers: a one-item `\{…\}` there is a group, not a set.
+_ARITHMETIC = frozenset({
+    "+", "*", "neg", "/", "^", "f", "log", "root", "!", "binom", "%", "pm", "mp", "upm", "deg", "sum", "prod",
+    "min", "max", "gcd", "lcm",
+})  # fmt: skip
+
+
+def _braces_as_grouping(node: Node) -> Node:
+    """`2\\{a+b\\}`, `\\{x+1\\}^2`: a one-item `\\{…\\}` around a compound expression that is an
+    operand of arithmetic groups it (policy rule 37); alone or in a set operation it is a
+    set. Around a lone symbol it stays a set (`x - \\{x\\}` may be a fractional part)."""
+    tag = node[0]
+    if not isinstance(tag, str):
+        return tuple(_braces_as_grouping(item) for item in node)
+    if tag in ("n", "s", "c", "inf", "base"):
+        return node
+    out: list[Any] = [tag]
+    for child in node[1:]:
+        if isinstance(child, tuple) and child:
+            child = _braces_as_grouping(child)
+            if tag in _ARITHMETIC and child[0] == "set" and len(child[1]) == 1 and _compound(child[1][0]):
+                child = child[1][0]
+        out.append(child)
+    return tuple(out)
+
+
+def _compound(node: Node) -> bool:
+    return node[0] not in ("s", "c", "n", "inf", "base")
+
+
 def parse_tokens(tokens: list[Token]) -> Node:
     try:
-        parser = Parser(tokens)
+        parser = Parser(pair_bars(tokens))
         node = parser.parse()
+    except BarError as exc:
+        raise ParseError(str(exc)) from exc
     except RecursionError as exc:  # belt and braces: max_depth should prevent it
         raise ParseError("answer nested too deeply") from exc
     if tree_depth(node) > MAX_TREE_DEPTH:
         raise ParseError("expression nested too deeply")
-    node = expand_bigops(node)
+    node = expand_bigops(_braces_as_grouping(node) if parser.sets else node)
     return _resolve_degrees(node) if parser.degrees else node

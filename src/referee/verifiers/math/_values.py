@@ -33,9 +33,11 @@ class Value:
 class Scalar(Value):
     expr: Expr
     pct: bool = False
-    # Written digits after the point when the answer is a plain decimal literal (policy 5).
+    # Written digits after the point when the answer is a plain decimal literal (policy 5); for
+    # scientific notation, the decimal place of the mantissa's last digit (`2.31\times10^{-3}`: 5).
     decimals: int | None = None
     literal: bool = False
+    scientific: bool = False
 
 
 @dataclass(slots=True)
@@ -129,9 +131,27 @@ def scalar(node: Node) -> Value:
     elif node[0] == "neg" and node[1][0] == "%":
         pct, node = True, ("neg", node[1][1])
     core = node[1] if node[0] == "neg" else node
-    literal = core[0] == "n"
-    decimals = core[2] if literal else None
-    return Scalar(Expr(node), pct, decimals, literal)
+    if core[0] == "n":
+        return Scalar(Expr(node), pct, core[2], literal=True)
+    place = _scientific_place(core)
+    return Scalar(Expr(node), pct, place, literal=place is not None, scientific=place is not None)
+
+
+def _scientific_place(node: Node) -> int | None:
+    """`m \\times 10^{e}` with a decimal mantissa (`2.3148\\times10^{-3}`, `6.02e23`): the decimal
+    place of the mantissa's last digit, d - e for d digits after its point (policy rule 40).
+    None for anything else, a whole mantissa included (`3\\times10^8` is exact)."""
+    if node[0] != "*" or len(node) != 3:
+        return None
+    mantissa, power = node[1], node[2]
+    if mantissa[0] != "n" or mantissa[2] is None or power[0] != "^" or power[1] != ("n", Fraction(10), None):
+        return None
+    exponent, sign = power[2], 1
+    if exponent[0] == "neg":
+        exponent, sign = exponent[1], -1
+    if exponent[0] != "n" or exponent[2] is not None or exponent[1].denominator != 1:
+        return None
+    return int(mantissa[2] - sign * exponent[1])
 
 
 def _flatten(values: list[Value]) -> tuple[Value, ...]:
