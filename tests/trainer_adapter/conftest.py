@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from referee.advantages import group_advantages
 from referee.models import AdvantageConfig, GroupResult, GroupSpec, GroupsResponse, Verdict, VerdictStatus
 from referee.service.background import BackgroundServer
-from referee.trainer_adapter.rewarder import group_advantages
 
 
 class FakeScorer:
@@ -40,7 +40,9 @@ class FakeScorer:
         for group in groups:
             verdicts = [self._judge(r, group.reference) for r in group.responses]
             rewards = [v.score for v in verdicts]
-            advantages, zero = group_advantages(rewards, advantage)
+            config = advantage or AdvantageConfig()
+            stats = group_advantages(rewards, config.scale, config.epsilon)
+            advantages, zero = stats.advantages, stats.zero_variance
             valid = [r for r in rewards if r is not None]
             results.append(
                 GroupResult(

@@ -27,9 +27,8 @@ import structlog
 from pydantic import ValidationError
 
 from referee.errors import DomainError, ErrorKind
-from referee.models import Verdict, VerdictStatus
+from referee.models import RegisterExample, RegisterRequest, Verdict, VerdictStatus, VersionInfo
 from referee.registered import declarative, python_grader, webhook
-from referee.registered.api import RegisterExample, RegisterRequest, VersionInfo
 from referee.registered.secrets_box import SecretBox, SecretUnavailable
 from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
 from referee.settings import RegistrySettings

@@ -28,8 +28,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
 from referee.grouping import (
     Sample,
@@ -39,7 +38,16 @@ from referee.grouping import (
     prompt_fingerprint,
     scatter_verdicts,
 )
-from referee.models import GroupResult, GroupSpec, JSONObject, Verdict, VerdictStatus, VerifierComponent
+from referee.models import (
+    GroupResult,
+    GroupSpec,
+    JSONObject,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    Verdict,
+    VerdictStatus,
+    VerifierComponent,
+)
 from referee.turns import Turns, select_turns
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
@@ -59,33 +67,6 @@ EOS_MARKERS = (
     "<｜end▁of▁sentence｜>",
     "<pad>",
 )
-
-
-class OpenRLHFRequest(BaseModel):
-    # OpenRLHF versions add fields over time; unknown ones are ignored rather than rejected.
-    model_config = ConfigDict(extra="ignore")
-
-    query: list[str]
-    prompts: list[str] | None = Field(default=None, description="One per query (as many entries).")
-    labels: list[Any] | None = Field(default=None, description="One per query (as many entries).")
-
-    @model_validator(mode="after")
-    def _same_lengths(self) -> OpenRLHFRequest:
-        for name in ("prompts", "labels"):
-            value = getattr(self, name)
-            if value is not None and len(value) != len(self.query):
-                raise PydanticCustomError(
-                    "length_mismatch",
-                    "{name} has {got} entries but query has {want}",
-                    {"name": name, "got": len(value), "want": len(self.query)},
-                )
-        return self
-
-
-class OpenRLHFResponse(BaseModel):
-    rewards: list[float]
-    scores: list[float]
-    extra_logs: dict[str, list[float]] = Field(default_factory=dict)
 
 
 def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, JSONObject]:

@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, Field
 
 from referee.errors import DomainError, ErrorKind, InputError
 from referee.grouping import ChunkPolicy, score_in_chunks
@@ -19,6 +18,9 @@ from referee.models import (
     GroupSpec,
     GroupsRequest,
     GroupsResponse,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    Readiness,
     ScoreBody,
     Verdict,
     VerdictStatus,
@@ -30,8 +32,6 @@ from referee.service.deps import CLIENT, CatalogDep, MetricsDep, OwnerDep, Score
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
 from referee.service.openrlhf import (
-    OpenRLHFRequest,
-    OpenRLHFResponse,
     is_invalid,
     openrlhf_response,
     openrlhf_verdicts,
@@ -206,14 +206,6 @@ def _refuse_failed_samples(verdicts: list[Verdict]) -> None:
             for i in failed[:100]
         ]
     )
-
-
-class Readiness(BaseModel):
-    ready: bool
-    checks: dict[str, dict[str, Any]] = Field(
-        description="workers (decides readiness); sandbox and registry (writes) reported"
-    )
-    lanes: dict[str, dict[str, float]] = Field(description="Admission per execution lane")
 
 
 @router.get("/livez", tags=["health"])

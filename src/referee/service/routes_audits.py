@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from referee.audit import (
     AuditReport,
@@ -29,53 +29,16 @@ from referee.audit import (
     scorer_backend,
 )
 from referee.errors import DomainError, ErrorKind
-from referee.models import VerifierComponent
+from referee.models import AuditRequest, VerifierComponent
 from referee.runtime import AUDITS_KEPT
 from referee.service.deps import CLIENT, AuditJobsDep, ScorerDep
 from referee.service.errors import documented
 
-MAX_ROWS = 20_000
 MAX_RUNNING = 2
 # Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
 AUDIT_CONCURRENCY = 2
 
 audits_router = APIRouter(prefix="/v1/audits", tags=["audits"], dependencies=CLIENT)
-
-
-class AuditRow(BaseModel):
-    """One labelled row: what the verifier should give `response` against `reference`."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    response: str = Field(max_length=1 << 20)
-    reference: Any = Field(
-        description="As the verifier takes it (checked when scored: an invalid one is an error row)"
-    )
-    expected: float = Field(ge=0.0, le=1.0, description="The right score")
-    category: str | None = Field(default=None, max_length=200)
-    id: str | None = Field(default=None, max_length=200)
-    task: str | None = Field(default=None, max_length=100, description="Fills `{task}` in the verifier name")
-
-
-class AuditComponent(BaseModel):
-    """A weighted term of the audited reward (as in /v1/groups), read strictly."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    name: str = Field(min_length=1, max_length=200)
-    weight: float = Field(default=1.0, ge=-1e6, le=1e6)
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class AuditRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    verifier: (
-        Annotated[str, Field(min_length=1, max_length=200)]
-        | Annotated[list[AuditComponent], Field(min_length=1, max_length=16)]
-    ) = Field(
-        description="A verifier name (`math`, `name@2`, `logic.{task}` filled from each row's `task`) "
-        "or weighted components."
-    )
-    rows: list[AuditRow] = Field(min_length=1, max_length=MAX_ROWS, description="The labelled rows.")
-    probes: bool = Field(default=True, description="Also run the verifier kind's probe battery.")
 
 
 class AuditJob(BaseModel):

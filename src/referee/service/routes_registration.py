@@ -19,18 +19,10 @@ from pydantic import AfterValidator, Field
 
 from referee.audit import Probe, battery, generic
 from referee.errors import InputError
-from referee.models import Verdict
-from referee.registered import (
-    DisableResponse,
-    ProbeOutcome,
-    RegisterExample,
-    RegisterResponse,
-    RegistrationError,
-    VersionList,
-    version_info,
-)
-from referee.registered import ProbeGateRequest as AnyProbeGate
-from referee.registered import RegisterRequest as AnyRegisterRequest
+from referee.models import DisableResponse, RegisterExample, RegisterResponse, Verdict, VersionList
+from referee.models import ProbeGateRequest as AnyProbeGate
+from referee.models import RegisterRequest as AnyRegisterRequest
+from referee.registered import ProbeOutcome, RegistrationError, version_info
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute

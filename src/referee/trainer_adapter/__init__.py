@@ -8,8 +8,8 @@ their full module path, since trainers load them by that path.
 
 from referee.trainer_adapter import verl
 from referee.trainer_adapter.connections import register_scheme
-from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, GroupScorer, group_advantages
+from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, GroupScorer
 
 # `verl` is exported for `referee.deploy.verl_reward`, which serves its functions over a Ray
 # Serve handle (`register_scheme("ray", ...)`).
-__all__ = ["GroupRewarder", "GroupRewards", "GroupScorer", "group_advantages", "register_scheme", "verl"]
+__all__ = ["GroupRewarder", "GroupRewards", "GroupScorer", "register_scheme", "verl"]

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from referee.advantages import group_advantages as _service_advantages
 from referee.grouping import ChunkPolicy, VerifierSpec, score_in_chunks
 from referee.models import (
     AdvantageConfig,
@@ -86,16 +85,6 @@ class GroupRewards:
 
     def flat_mask(self) -> list[bool]:
         return [m for group in self.mask for m in group]
-
-
-def group_advantages(
-    rewards: Sequence[float | None], config: AdvantageConfig | None = None
-) -> tuple[list[float | None], bool]:
-    """The service's advantage rule (`referee.advantages`), computed locally: the
-    random-reward control must normalise exactly as the service does."""
-    config = config or AdvantageConfig()
-    stats = _service_advantages(rewards, config.scale, config.epsilon)
-    return stats.advantages, stats.zero_variance
 
 
 class GroupRewarder:

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 import torch
 from tqdm import tqdm
 
+from referee.advantages import group_advantages
 from referee.grouping import VerifierSpec, prompt_fingerprint
 from referee.models import AdvantageConfig, JSONObject
 from referee.trainer_adapter.grpo.loss import Aggregation, grpo_loss
@@ -38,7 +39,7 @@ from referee.trainer_adapter.grpo.policy import (
     sample,
 )
 from referee.trainer_adapter.prompt_ids import as_prompt_id
-from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards, group_advantages
+from referee.trainer_adapter.rewarder import GroupRewarder, GroupRewards
 
 
 @dataclass
@@ -117,10 +118,11 @@ def _randomize(scored: GroupRewards, rng: random.Random, config: AdvantageConfig
     rewards, advantages, zero = [], [], []
     for mask in scored.mask:
         coin = [float(rng.random() < 0.5) if ok else None for ok in mask]
-        adv, zv = group_advantages(coin, config)
+        # The service's own rule: the random-reward control normalises exactly as it does.
+        stats = group_advantages(coin, config.scale, config.epsilon)
         rewards.append(coin)
-        advantages.append(adv)
-        zero.append(zv)
+        advantages.append(stats.advantages)
+        zero.append(stats.zero_variance)
     return GroupRewards(rewards=rewards, advantages=advantages, mask=scored.mask, zero_variance=zero)
 
 

@@ -1,9 +1,4 @@
-"""The one contract shared by the service, the client and the trainer adapters.
-
-Every request and response body of the HTTP API is one of these pydantic models; the client
-parses responses with them and the adapters build requests with them, so a change here is a
-change of the public API.
-"""
+"""Scoring: verdicts, `/v1/score` (one item or a batch) and `/v1/groups`."""
 
 from __future__ import annotations
 
@@ -11,16 +6,10 @@ import math
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-JSONObject = dict[str, Any]
-
-
-class _Strict(BaseModel):
-    # Unknown fields are a client bug worth reporting (a typo in "refrence" would otherwise
-    # silently score against a null reference).
-    model_config = ConfigDict(extra="forbid")
+from referee.models.common import JSONObject, StrictModel
 
 
 class VerdictStatus(StrEnum):
@@ -53,14 +42,14 @@ class Verdict(BaseModel):
         return value
 
 
-class ScoreRequest(_Strict):
+class ScoreRequest(StrictModel):
     verifier: str = Field(min_length=1, max_length=200, examples=["exact"])
     response: str = Field(description="The model completion to judge.")
     reference: Any = Field(default=None, description="Gold answer or test spec; shape set by the verifier.")
     options: JSONObject = Field(default_factory=dict)
 
 
-class BatchScoreRequest(_Strict):
+class BatchScoreRequest(StrictModel):
     items: list[ScoreRequest] = Field(min_length=1)
 
 
@@ -84,7 +73,7 @@ class BatchScoreResponse(BaseModel):
     verdicts: list[Verdict]
 
 
-class VerifierComponent(_Strict):
+class VerifierComponent(StrictModel):
     """One weighted term of a group's reward, e.g. correctness × 1.0 + format × 0.1."""
 
     name: str = Field(min_length=1, max_length=200)
@@ -93,7 +82,7 @@ class VerifierComponent(_Strict):
     options: JSONObject = Field(default_factory=dict)
 
 
-class GroupSpec(_Strict):
+class GroupSpec(StrictModel):
     verifier: Annotated[
         Annotated[str, Field(min_length=1, max_length=200), Tag("name")]
         | Annotated[list[VerifierComponent], Field(min_length=1), Tag("components")],
@@ -155,7 +144,7 @@ class GroupSpec(_Strict):
         return self
 
 
-class AdvantageConfig(_Strict):
+class AdvantageConfig(StrictModel):
     scale: Literal["group", "none"] = Field(
         default="group",
         description="group: (r - mean) / (std + epsilon), as in GRPO; none: r - mean, as in Dr. GRPO.",
@@ -166,7 +155,7 @@ class AdvantageConfig(_Strict):
 OnInvalid = Literal["reject", "error_verdict"]
 
 
-class GroupsRequest(_Strict):
+class GroupsRequest(StrictModel):
     groups: list[GroupSpec] = Field(min_length=1)
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     on_invalid: OnInvalid = Field(
@@ -191,115 +180,3 @@ class GroupResult(BaseModel):
 
 class GroupsResponse(BaseModel):
     groups: list[GroupResult]
-
-
-# ---- statistics (GET /v1/stats/...) ----------------------------------------------------------
-
-
-class PromptFilter(StrEnum):
-    """Which prompts `GET /v1/stats/prompts` lists; "in a row" counts the last `last` visits."""
-
-    all = "all"
-    always_solved = "always_solved"  # every sample passed, `last` visits in a row
-    never_solved = "never_solved"  # no sample passed, `last` visits in a row
-    zero_variance = "zero_variance"  # every sample scored the same, `last` visits in a row
-
-
-class PromptStat(BaseModel):
-    """One prompt's record. A visit is one scored group; a sample passes when its reward is at
-    least the service's pass threshold (`REFEREE_STATS_PASS_THRESHOLD`)."""
-
-    prompt_id: str
-    visits: int = Field(description="Groups scored for this prompt.")
-    attempts: int = Field(description="Samples scored (error verdicts included).")
-    passes: int
-    errors: int = Field(description="Samples without a verdict (status error).")
-    pass_rate: float | None = Field(description="passes / samples with a verdict (null if none).")
-    error_rate: float = Field(description="errors / attempts.")
-    zero_variance_visits: int = Field(description="Visits whose samples all had the same reward.")
-    solved_streak: int = Field(description="Latest visits in a row in which every sample passed.")
-    unsolved_streak: int = Field(description="Latest visits in a row in which no sample passed.")
-    zero_variance_streak: int = Field(description="Latest visits in a row without reward variance.")
-    last_pass_rate: float | None = Field(description="Pass rate of the latest visit.")
-    first_seen: float = Field(description="Unix time of the first visit.")
-    last_seen: float = Field(description="Unix time of the latest visit.")
-
-
-class Histogram(BaseModel):
-    """`counts[i]` values fell in [edges[i], edges[i+1]) (the last bin includes its right edge)."""
-
-    edges: list[float]
-    counts: list[int]
-
-
-class PromptStatsPage(BaseModel):
-    prompts: list[PromptStat] = Field(description="Most recently seen first.")
-    matched: int = Field(description="Prompts matching the filter (prompts lists up to `limit`).")
-    tracked: int = Field(description="Prompts with a record for this caller.")
-    visits: int = Field(description="Visits over the tracked prompts.")
-    zero_variance_share: float | None = Field(description="Share of those visits without reward variance.")
-    pass_rate_histogram: Histogram = Field(description="Prompt difficulty: tracked prompts by pass rate.")
-    pass_threshold: float
-    max_prompts: int = Field(
-        description="The bound on records kept (all callers); least recently seen go first."
-    )
-
-
-class VerifierMinute(BaseModel):
-    minute: int = Field(description="Unix time of the minute's start.")
-    verdicts: int
-    errors: int
-    pass_rate: float | None = Field(description="Share of `ok` verdicts that passed.")
-    mean_score: float | None
-    p50_ms: float | None
-    p99_ms: float | None
-
-
-class VerifierStat(BaseModel):
-    verifier: str
-    verdicts: int = Field(description="Verdicts in the window (error verdicts included).")
-    errors: int
-    error_rate: float
-    pass_rate: float | None
-    mean_score: float | None
-    p50_ms: float | None = Field(
-        description="Verdict latency quantiles over the window (histogram estimate)."
-    )
-    p99_ms: float | None
-    max_ms: float | None
-    series: list[VerifierMinute] = Field(description="Minutes with verdicts, oldest first.")
-
-
-class VerifierStatsPage(BaseModel):
-    minutes: int = Field(description="The window: this many minutes up to now.")
-    verifiers: list[VerifierStat]
-
-
-class VerifierExample(BaseModel):
-    response: str
-    reference: Any = None
-    options: JSONObject = Field(default_factory=dict)
-    expected_score: float | None = None
-
-
-class VerifierInfo(BaseModel):
-    name: str
-    version: str
-    description: str
-    reference_schema: JSONObject
-    options_schema: JSONObject
-    score_range: tuple[float, float] = (0.0, 1.0)
-    example: VerifierExample
-    kind: str = "builtin"
-
-
-class VerifierList(BaseModel):
-    verifiers: list[VerifierInfo]
-
-
-class ErrorBody(BaseModel):
-    """Every 4xx/5xx body. `detail` names the offending fields for validation errors."""
-
-    error: str
-    message: str
-    detail: Any = None

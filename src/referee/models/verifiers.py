@@ -1,23 +1,47 @@
-"""HTTP bodies of the registration API (`/v1/verifiers` POST, versions, DELETE)."""
+"""The verifier catalog: `GET /v1/verifiers`, and registering types (`POST /v1/verifiers`,
+versions, `DELETE`)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
-Kind = Literal["declarative", "python", "webhook"]
+from referee.models.common import JSONObject, StrictModel
+
+
+class VerifierExample(BaseModel):
+    response: str
+    reference: Any = None
+    options: JSONObject = Field(default_factory=dict)
+    expected_score: float | None = None
+
+
+class VerifierInfo(BaseModel):
+    name: str
+    version: str
+    description: str
+    reference_schema: JSONObject
+    options_schema: JSONObject
+    score_range: tuple[float, float] = (0.0, 1.0)
+    example: VerifierExample
+    kind: str = "builtin"
+
+
+class VerifierList(BaseModel):
+    verifiers: list[VerifierInfo]
+
+
+# ---- registered types -------------------------------------------------------------------
+
+RegisteredKind = Literal["declarative", "python", "webhook"]
 # One pattern for every registered name: no upper case, no leading, trailing or doubled
 # separator, so no name can pose as another (`MATH`, `math.`) by its spelling.
-NAME_PATTERN = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$"
+REGISTERED_NAME_PATTERN = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RegisterExample(_Strict):
+class RegisterExample(StrictModel):
     response: str
     reference: Any = None
     options: dict[str, Any] = Field(default_factory=dict)
@@ -31,7 +55,7 @@ class RegisterExample(_Strict):
         return value
 
 
-class ProbeGateRequest(_Strict):
+class ProbeGateRequest(StrictModel):
     """Opt into the audit's probe battery as part of the activation gate (after the examples)."""
 
     battery: str = Field(
@@ -55,17 +79,17 @@ class ProbeGateRequest(_Strict):
     )
 
 
-class RegisterRequest(_Strict):
+class RegisterRequest(StrictModel):
     name: str = Field(
         max_length=100,
-        pattern=NAME_PATTERN,
+        pattern=REGISTERED_NAME_PATTERN,
         description=(
             "Lower-case letters and digits in parts joined by single `.`, `_` or `-` "
             "(`r1.math`, `house-style`); unique ignoring case, built-in names included. "
             "`@` is reserved for versions."
         ),
     )
-    kind: Kind
+    kind: RegisteredKind
     spec: dict[str, Any]
     description: str = Field(default="", max_length=2000)
     reference_schema: dict[str, Any] | None = Field(
@@ -86,7 +110,7 @@ class RegisterRequest(_Strict):
 class VersionInfo(BaseModel):
     name: str
     version: int
-    kind: Kind
+    kind: RegisteredKind
     digest: str = Field(
         description="SHA-256 of what decides verdicts: kind, spec, reference schema (never a secret)."
     )
