@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.verifiers.math import MathVerifier
-from referee.verifiers.math._lexer import _COMMANDS, _GREEK, _SPACING, FUNCTIONS, LexError, tokenize
+from referee.verifiers.math._lexer import LexError, tokenize
+from referee.verifiers.math._tokens import COMMANDS, FUNCTIONS, GREEK, SPACING
 
 verifier = MathVerifier()
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,7 +148,7 @@ def test_a_scientific_gold_is_exact_when_rounding_is_off() -> None:
 def test_commands_match_whole_names_only() -> None:
     """`\\negthinspace` is not `\\ne` + letters, `\\pix` is not `\\pi x`: no command the lexer
     knows is read from the first letters of a longer name."""
-    names = set(_COMMANDS) | FUNCTIONS | _GREEK | _SPACING | {"mathbb", "begin", "end"}
+    names = set(COMMANDS) | FUNCTIONS | GREEK | SPACING | {"mathbb", "begin", "end"}
     for name, suffix in itertools.product(sorted(names), ("a", "x", "space", "q")):
         longer = name + suffix
         if longer in names:
@@ -157,7 +158,7 @@ def test_commands_match_whole_names_only() -> None:
         except LexError:
             continue
         assert all(tok.val != name and tok.kind not in ("rel", "func") for tok in tokens[:1]), longer
-    for spacing in sorted(_SPACING):
+    for spacing in sorted(SPACING):
         assert [t.kind for t in tokenize(f"a \\{spacing} b")] == ["sym", "sym"], spacing
 
 

@@ -2,10 +2,14 @@
 
 Private modules, in pipeline order: `_verifier` (the verifier, driving the rest), `_extract`
 (final answer, retractions, hedges), `_text` (spelling clean-up), `_lexer` (whitelist
-tokenizer), `_parser` (grammar -> tuple tree, node shapes in `_tree`; which `|` opens and
-which closes in `_bars`; sums and products with bounds in `_bigops`), `_values` (what the answer denotes, with `_labels`, `_inequalities` and
-`_matrices`), `_numeric` (exact / bounded numeric equality, over `_exact` and `_evaluate`),
-`_compare` (policy rules), `_format` (bounded rendering for details).
+tokenizer over the vocabulary of `_tokens`; runs of letters in `_words`), `_bars` (which `|`
+opens, which closes), `_parser` (grammar -> tuple tree over the reading position of `_cursor`;
+node shapes and builders in `_tree`; context-dependent readings after it in `_rewrite`, sums and
+products with bounds written out in `_bigops`), `_values` (what the answer denotes, with
+`_labels`, `_inequalities`, `_matrices` and `_sets`), `_numeric` (exact / bounded numeric
+equality, over `_exact` and `_evaluate`), `_compare` (policy rules), `_format` (bounded
+rendering for details). They import each other without a cycle
+(`tests/verifiers/math/test_math_modules.py`).
 """
 
 from referee.verifiers.base import Verifier

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from referee.verifiers.math._lexer import Token
+from referee.verifiers.math._tokens import Token
 
 MAX_BARS = 200  # beyond this many bars an answer is refused rather than searched
 # Tokens after which a `|` may close: the end of an operand.

@@ -1,75 +1,28 @@
-"""Sums and products with bounds (policy rule 33): `\\sum_{k=0}^{n-1} F_k F_{n-k-1}`,
-`\\prod_{i=1}^{5} i`.
+"""Sums and products with bounds (policy rule 33) written out: a tree pass after parsing.
 
-Node: ('sum'|'prod', index, lo, hi, body). The parser names a bound index by its nesting level
-(`#1#` for the outermost sum, `#2#` inside its body), in the body and inside subscripts (`F_k`
-becomes `F_#1#`), so two sums that differ only in the name of their index are the same tree.
-A symbol whose name holds an index is bound, not free (`_tree.free_symbols`).
+Node: ('sum'|'prod', index, lo, hi, body), built by `_parser.Parser._bigop`, which names a bound
+index by its nesting level (`#1#` for the outermost sum, `#2#` inside its body), in the body and
+inside subscripts (`F_k` becomes `F_#1#`), so two sums that differ only in the name of their
+index are the same tree. A symbol whose name holds an index is bound, not free
+(`_tree.free_symbols`).
 
-After parsing, a sum whose bounds are small integers is expanded into the plain sum (product)
-of its terms, within a node budget; any other sum has no numeric value, and `_numeric` decides
-its equality by a sufficient test only: the same operator, equal bounds, and bodies equal as
+A sum whose bounds are small integers is expanded here into the plain sum (product) of its
+terms, within a node budget; any other sum has no numeric value, and `_numeric` decides its
+equality by a sufficient test only: the same operator, equal bounds, and bodies equal as
 functions of the index and the other symbols.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from referee.verifiers.math._exact import exact_value
 from referee.verifiers.math._tree import BIGOPS, Node, children, contains_tag
 
-if TYPE_CHECKING:
-    from referee.verifiers.math._parser import Parser
-
-__all__ = ["BIGOPS", "BigOpError", "expand_bigops", "parse_bigop"]
+__all__ = ["BIGOPS", "expand_bigops"]
 
 MAX_TERMS = 1000  # a sum of more terms stays a sum (decided structurally, never expanded)
 MAX_EXPANDED_NODES = 5000  # all expansions of one answer together
-
-
-class BigOpError(ValueError):
-    """A malformed sum or product (the parser raises it as its own ParseError)."""
-
-
-def parse_bigop(p: Parser, op: str) -> Node:
-    """`\\sum_{k=lo}^{hi} body`, bounds in either order. The body is the term that follows
-    (its factors, up to the next `+` or `-`: `\\sum_k k + 1` is `(\\sum_k k) + 1`), read with
-    the index bound to its canonical name."""
-    p._enter()
-    index: str | None = None
-    lo: Node | None = None
-    hi: Node | None = None
-    for _ in range(2):
-        if index is None and p._is("op", "_"):
-            p.pos += 1
-            index, lo = _lower_bound(p)
-        elif hi is None and p._is("op", "^"):
-            p.pos += 1
-            hi = p._script_arg()
-    if index is None or lo is None or hi is None:
-        raise BigOpError("a sum or product needs an index and both bounds")
-    name = f"#{len(p.bound) + 1}#"
-    p.bound.append((index, name))
-    try:
-        body = p._term()
-    finally:
-        p.bound.pop()
-    p.depth -= 1
-    return (op, name, lo, hi, body)
-
-
-def _lower_bound(p: Parser) -> tuple[str, Node]:
-    """`{k=0}`: the index (a plain one-letter or Greek name) and its first value."""
-    p._expect("{")
-    tok = p._next()
-    if tok.kind not in ("sym", "const") or not p._is("rel", "="):
-        raise BigOpError("a sum's lower bound must be `index = value`")
-    p.pos += 1
-    lo = p._sum()
-    p._expect("}")
-    return str(tok.val), lo
 
 
 def _node_count(node: Node) -> int:

@@ -59,8 +59,10 @@ _OWN_SIGN = ((0, 0.35, 0.85), (0, 1.2, 6.5))
 POINTS = len(_POINTS) + _OWN_SIGN_POINTS
 
 
-class DomainError(ArithmeticError):
-    """The expression has no finite value here (division by zero, log 0, a tuple...)."""
+class Undefined(ArithmeticError):
+    """The expression has no finite value at this point (division by zero, log 0, a tuple...).
+    Caught inside the math verifier (a side undefined where the other is defined differs); it
+    is no refusal of a request, which is `referee.errors.DomainError`."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -153,7 +155,7 @@ class Evaluator:
         if tag == "/":
             den = self.value_of(node[2])
             if den == 0:
-                raise DomainError("division by zero")
+                raise Undefined("division by zero")
             return self.value_of(node[1]) / den
         if tag == "%":
             return self.value_of(node[1]) / 100
@@ -168,7 +170,7 @@ class Evaluator:
             base = self.value_of(node[1])
             arg = self.value_of(node[2])
             if base == 0 or base == 1 or arg == 0:
-                raise DomainError("bad logarithm")
+                raise Undefined("bad logarithm")
             return ctx.ln(arg) / ctx.ln(base)
         if tag == "root":
             return self._root(node)
@@ -186,15 +188,15 @@ class Evaluator:
         if tag in ("gcd", "lcm"):
             exact = self.exact(node)
             if exact is None:
-                raise DomainError(f"{tag} of numbers that are not integers")
+                raise Undefined(f"{tag} of numbers that are not integers")
             return ctx.mpf(exact.numerator)
-        raise DomainError(f"{tag} has no numeric value")
+        raise Undefined(f"{tag} has no numeric value")
 
     def _extremum(self, node: Node) -> Any:
         """`\\min` / `\\max` of real numbers (a complex argument has no order)."""
         values = [self.value_of(child) for child in node[1:]]
         if any(self.ctx.im(v) != 0 for v in values):
-            raise DomainError(f"{node[0]} of a complex number")
+            raise Undefined(f"{node[0]} of a complex number")
         reals = [self.ctx.re(v) for v in values]
         return min(reals) if node[0] == "min" else max(reals)
 
@@ -206,7 +208,7 @@ class Evaluator:
             k = n.numerator
             if base == 0:
                 if k < 0:
-                    raise DomainError("0 to a negative power")
+                    raise Undefined("0 to a negative power")
                 return ctx.mpf(int(k == 0))
             if abs(k) * max(1, abs(ctx.mag(base))) > MAX_MAG:
                 return _opaque(node, ctx)
@@ -226,7 +228,7 @@ class Evaluator:
         if base == 0:
             if ctx.re(exponent) > 0:
                 return ctx.mpf(0)
-            raise DomainError("0 to a non-positive power")
+            raise Undefined("0 to a non-positive power")
         if ctx.mag(exponent) + max(1, abs(ctx.mag(base))).bit_length() > 36:
             return _opaque(node, ctx)
         if exponent != 0 and ctx.mag(exponent) < -self.lost_bits // 2:
@@ -245,10 +247,10 @@ class Evaluator:
         if index is None:  # `\sqrt[y]{x}` is x^(1/y), as `x^{1/y}` is evaluated
             k = self.value_of(node[2])
             if k == 0:
-                raise DomainError("root of index 0")
+                raise Undefined("root of index 0")
             return self._principal_power(x, 1 / k, node)
         if index.denominator != 1 or index.numerator == 0 or abs(index.numerator) > 10**6:
-            raise DomainError("bad root index")
+            raise Undefined("bad root index")
         k = index.numerator
         if ctx.im(x) == 0 and ctx.re(x) < 0 and k % 2 == 1:  # real odd root of a negative number
             return -ctx.root(-ctx.re(x), k)
@@ -258,12 +260,12 @@ class Evaluator:
         ctx = self.ctx
         x = self.value_of(node[1])
         if ctx.im(x) != 0:
-            raise DomainError("factorial of a complex number")
+            raise Undefined("factorial of a complex number")
         x = ctx.re(x)
         if ctx.mag(x) > 36:
             return _opaque(node, ctx)
         if x < 0 and x == ctx.floor(x):
-            raise DomainError("factorial of a negative integer")
+            raise Undefined("factorial of a negative integer")
         return ctx.factorial(x)
 
     def _gamma(self, x: Any, node: Node) -> Any:
@@ -271,7 +273,7 @@ class Evaluator:
         if ctx.mag(x) > 36:
             return _opaque(node, ctx)
         if ctx.im(x) == 0 and ctx.re(x) <= 0 and ctx.re(x) == ctx.floor(ctx.re(x)):
-            raise DomainError("gamma at a pole")
+            raise Undefined("gamma at a pole")
         return ctx.gamma(x)
 
     def _check_series(self, name: str, x: Any) -> None:
@@ -305,18 +307,18 @@ class Evaluator:
             return ctx.sqrt(x)
         if name == "ln":
             if x == 0:
-                raise DomainError("log 0")
+                raise Undefined("log 0")
             return ctx.ln(x)
         if name == "abs":
             return abs(x)
         if name in ("floor", "ceil"):
             if ctx.im(x) != 0:
-                raise DomainError("floor of a complex number")
+                raise Undefined("floor of a complex number")
             return ctx.floor(ctx.re(x)) if name == "floor" else ctx.ceil(ctx.re(x))
         if name in ("tan", "cot", "sec", "csc"):
             den = {"tan": ctx.cos, "cot": ctx.sin, "sec": ctx.cos, "csc": ctx.sin}[name](x)
             if den == 0 or ctx.mag(den) < -(ctx.prec * 7 // 10):  # at a pole (up to rounding)
-                raise DomainError("pole")
+                raise Undefined("pole")
             num = {"tan": ctx.sin(x), "cot": ctx.cos(x), "sec": 1, "csc": 1}[name]
             return num / den
         func = {
@@ -335,5 +337,5 @@ class Evaluator:
             "tanh": ctx.tanh,
         }.get(name)
         if func is None:
-            raise DomainError(f"unknown function {name}")
+            raise Undefined(f"unknown function {name}")
         return func(x)

@@ -1,183 +1,37 @@
 """Whitelist tokenizer for LaTeX / plain-text math answers.
 
-Only the characters and commands listed here become tokens; anything else (quotes, dots
+Only the characters and commands listed in `_tokens` become tokens; anything else (quotes, dots
 outside numbers, `@`, unknown `\\commands`, Python syntax such as `__import__`) is a `LexError`,
 so model text can never reach anything that evaluates code. Tokens are plain data: the parser
-builds its own tree from them.
+builds its own tree from them. Numbers, commands and symbols are read here, runs of letters by
+`_words` (which also drops the words: `strip_words`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+
+from referee.verifiers.math._tokens import (
+    COMMANDS,
+    DEGREE_MARK,
+    GREEK,
+    SINGLE_CHAR,
+    SPACING,
+    SPACING_WITH_ARGUMENT,
+    WORD_MARK,
+    LexError,
+    Num,
+    Token,
+    function_token,
+    is_digit,
+)
+from referee.verifiers.math._words import marked_word, read_letters, strip_words
+
+__all__ = ["LexError", "Num", "Token", "strip_words", "tokenize"]
 
 MAX_CHARS = 20_000
 MAX_DIGITS = 20_000
 _CHUNK = 4_000  # Python refuses int(str) beyond 4300 digits: convert long literals in chunks
-WORD_MARK = "\x01"  # _text marks the argument of \text{...} as one word: \x01word\x01
-DEGREE_MARK = "\x03"  # _text's spelling of a degree sign (`^\circ`, `°`)
-
-
-class LexError(ValueError):
-    pass
-
-
-@dataclass(slots=True)
-class Token:
-    kind: str
-    val: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class Num:
-    value: Fraction  # of the literal, or of its mantissa when it has an exponent
-    decimals: int | None  # digits after the point of a terminating decimal literal, else None
-    text: str
-    exponent: int | None = None  # E-notation `6.02e23`: the value is value x 10^exponent
-
-
-_GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta",
-    "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi",
-    "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
-}  # fmt: skip
-FUNCTIONS = {
-    "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-    "arcsinh", "arccosh", "arctanh", "ln", "log", "exp", "lg",
-}  # fmt: skip
-# Other spellings of the inverse functions (`\operatorname{asin}`, `\arsinh`, ...).
-_FUNCTION_ALIASES = {
-    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
-    "atanh": "arctanh", "arsinh": "arcsinh", "arcosh": "arccosh", "artanh": "arctanh",
-}  # fmt: skip
-# Functions of a list of arguments: `\max(a, b)`, `\min\{a, b, c\}`, `\gcd(12, 18)`. Spelled
-# without a backslash (`\operatorname{lcm}`, `\text{max}`) they are these functions only right
-# before their bracket: "5 min" is five minutes.
-MULTI_FUNCTIONS = frozenset({"min", "max", "gcd", "lcm"})
-# Spacing commands: they separate nothing and mean nothing. Matched as whole names like every
-# command, so `\negthinspace` is never `\ne` followed by letters (policy rule 39).
-_SPACING = frozenset({
-    "thinspace", "medspace", "thickspace", "enspace", "negthinspace", "negmedspace",
-    "negthickspace", "nobreakspace", "space", "enskip", "hfill", "allowbreak", "nobreak",
-})  # fmt: skip
-_SPACING_WITH_ARGUMENT = frozenset({"hspace", "phantom", "hphantom", "vphantom"})
-_COMMANDS: dict[str, tuple[str, Any]] = {
-    "frac": ("frac", None),
-    "sqrt": ("sqrt", None),
-    "binom": ("binom", None),
-    "pi": ("const", "pi"),
-    "imaginaryunit": ("const", "i"),
-    "infty": ("inf", None),
-    "emptyset": ("empty", None),
-    "varnothing": ("empty", None),
-    "times": ("op", "*"),
-    "cdot": ("op", "*"),
-    "ast": ("op", "*"),
-    "div": ("op", "/"),
-    "pm": ("op", "pm"),
-    "mp": ("op", "mp"),
-    "cup": ("op", "cup"),
-    "cap": ("op", "cap"),
-    "setminus": ("op", "setminus"),
-    "le": ("rel", "le"),
-    "leq": ("rel", "le"),
-    "leqslant": ("rel", "le"),
-    "ge": ("rel", "ge"),
-    "geq": ("rel", "ge"),
-    "geqslant": ("rel", "ge"),
-    "lt": ("rel", "<"),
-    "gt": ("rel", ">"),
-    "ne": ("rel", "ne"),
-    "neq": ("rel", "ne"),
-    "approx": ("rel", "approx"),
-    "in": ("rel", "in"),
-    "colon": ("rel", ":"),
-    "mid": ("|", None),
-    "vert": ("|", None),
-    "lvert": ("|", None),
-    "rvert": ("|", None),
-    "lfloor": ("lfloor", None),
-    "rfloor": ("rfloor", None),
-    "lceil": ("lceil", None),
-    "rceil": ("rceil", None),
-    "langle": ("(", None),
-    "rangle": (")", None),
-    "lbrace": ("lset", None),
-    "rbrace": ("rset", None),
-    "overline": ("overline", None),  # of a number: its complex conjugate
-    "angle": ("word", "angle"),  # `\angle ABC = 90^\circ`: the label is ABC
-    "triangle": ("word", "triangle"),
-    "sum": ("bigop", "sum"),  # with bounds, `\sum_{k=0}^{n-1}` (policy rule 33)
-    "prod": ("bigop", "prod"),
-    **{name: ("multi", name) for name in MULTI_FUNCTIONS},
-}
-# Multi-letter words that are always words (units), even when glued to a number or a `^2`.
-_UNITS = {
-    "cm", "mm", "km", "kg", "mg", "ml", "ft", "yd", "mi", "hr", "hrs", "min", "mins", "sec", "secs",
-    "mph", "lb", "lbs", "oz", "sq", "units", "unit", "dollars", "cents", "degrees", "meters",
-    "second", "seconds", "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks",
-    "month", "months", "year", "years", "inch", "inches", "foot", "feet", "mile", "miles",
-    "meter", "metres", "metre", "gram", "grams", "liter", "liters", "litre", "litres", "pounds",
-    "ounces", "yards", "dollar", "cent", "euros", "people", "students", "times", "ways", "kph",
-}  # fmt: skip
-_PLAIN_WORDS: dict[str, tuple[str, Any]] = {
-    "pi": ("const", "pi"),
-    "inf": ("inf", None),
-    "infty": ("inf", None),
-    "infinity": ("inf", None),
-    "sqrt": ("sqrt", None),
-    "or": ("conn", "or"),
-    "and": ("conn", "and"),
-}
-_SINGLE_CHAR = {
-    "+": ("op", "+"),
-    "-": ("op", "-"),
-    "/": ("op", "/"),
-    "^": ("op", "^"),
-    "_": ("op", "_"),
-    "%": ("op", "%"),
-    "=": ("rel", "="),
-    "<": ("rel", "<"),
-    ">": ("rel", ">"),
-    ":": ("rel", ":"),
-    "(": ("(", None),
-    ")": (")", None),
-    "[": ("[", None),
-    "]": ("]", None),
-    "{": ("{", None),
-    "}": ("}", None),
-    ",": (",", None),
-    ";": (";", None),
-    "|": ("|", None),
-    "&": ("&", None),
-}
-
-
-# A run of at most this many letters amid math is a product of symbols (`xy`, `abc`); longer
-# runs are words even there ("area = 5" is a label either way, "perimeter" is never a product).
-MAX_PRODUCT_LETTERS = 4
-_OPERATORS = frozenset("+-*/^=<>")
-_OPENS_OPERAND = _OPERATORS | frozenset("({[|,")
-_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _math_command(name: str) -> bool:
-    """A command after which letters are math: functions, operators, relations, Greek letters."""
-    if name in _COMMANDS:
-        return _COMMANDS[name][0] != "word"
-    return name in FUNCTIONS or name in _GREEK
-
-
-def _isdigit(text: str) -> bool:
-    """ASCII digits only: str.isdigit() also accepts '¹' and '٣', which int() rejects."""
-    return bool(text) and text.isascii() and text.isdigit()
-
-
-def _letter(ch: str) -> Token:
-    if ch in ("e", "i"):
-        return Token("const", ch)
-    return Token("sym", ch)
 
 
 def _braced_name(text: str, pos: int) -> tuple[str, int]:
@@ -225,16 +79,16 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
     start = pos
     if single_digit:
         return Token("num", Num(Fraction(int(text[pos])), None, text[pos])), pos + 1
-    while pos < n and _isdigit(text[pos]):
+    while pos < n and is_digit(text[pos]):
         pos += 1
     int_part = text[start:pos]
     frac_part = ""
     point = False
-    if pos < n and text[pos] == "." and (pos + 1 < n and (_isdigit(text[pos + 1]) or text[pos + 1] == "\\")):
+    if pos < n and text[pos] == "." and (pos + 1 < n and (is_digit(text[pos + 1]) or text[pos + 1] == "\\")):
         point = True
         pos += 1
         f0 = pos
-        while pos < n and _isdigit(text[pos]):
+        while pos < n and is_digit(text[pos]):
             pos += 1
         frac_part = text[f0:pos]
     if not int_part and not frac_part:
@@ -244,7 +98,7 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
     # Repeating decimal: 0.\overline{3}, 2.1\overline{6}.
     if point and _command_at(text, pos, "overline"):
         rep, after = _braced_name(text, pos + len("\\overline"))
-        if not _isdigit(rep) or len(rep) > 200:
+        if not is_digit(rep) or len(rep) > 200:
             raise LexError("bad repeating decimal")
         fixed = _digits((int_part or "0") + frac_part)
         whole = fixed * 10 ** len(rep) + int(rep)
@@ -258,9 +112,9 @@ def _number(text: str, pos: int, single_digit: bool) -> tuple[Token, int]:
         if text[k] in "+-":
             k += 1
         k0 = k
-        while k < n and _isdigit(text[k]) and k - k0 < 6:
+        while k < n and is_digit(text[k]) and k - k0 < 6:
             k += 1
-        if k > k0 and not (k < n and (_isdigit(text[k]) or text[k].isalpha())):
+        if k > k0 and not (k < n and (is_digit(text[k]) or text[k].isalpha())):
             exponent = int(text[pos + 1 : k])
             if abs(exponent) > 10_000:
                 raise LexError("exponent too large")
@@ -292,16 +146,19 @@ class _Lexer:
             if ch.isspace():
                 self.pos += 1
             elif ch == WORD_MARK:
-                tokens.append(self._marked_word())
+                tok, self.pos = marked_word(text, self.pos)
+                tokens.append(tok)
             elif ch == DEGREE_MARK:
                 self.pos += 1
                 tokens.append(Token("op", "deg"))
-            elif _isdigit(ch) or (ch == "." and self.pos + 1 < n and _isdigit(text[self.pos + 1])):
-                tok, self.pos = _number(text, self.pos, self.single_args > 0 and _isdigit(ch))
+            elif is_digit(ch) or (ch == "." and self.pos + 1 < n and is_digit(text[self.pos + 1])):
+                tok, self.pos = _number(text, self.pos, self.single_args > 0 and is_digit(ch))
                 self._argument_done()
                 tokens.append(tok)
             elif ch.isascii() and ch.isalpha():
-                tokens.extend(self._letters())
+                letters, self.pos = read_letters(text, self.pos)
+                self._argument_done()
+                tokens.extend(letters)
             elif ch == "\\":
                 command = self._command()
                 if command is not None:
@@ -313,82 +170,6 @@ class _Lexer:
     def _argument_done(self) -> None:
         self.single_args = max(0, self.single_args - 1)
 
-    def _marked_word(self) -> Token:
-        """Prose the text cleaner marked off (units, "approximately", connectors)."""
-        end = self.text.find(WORD_MARK, self.pos + 1)
-        if end < 0:
-            raise LexError("unterminated word")
-        start, word = self.pos, " ".join(self.text[self.pos + 1 : end].lower().split())
-        self.pos = end + 1
-        if word in MULTI_FUNCTIONS and self._calls(word, start, self.pos):
-            return Token("multi", word)  # `\text{max}(3, 5)`
-        return Token("conn", word) if word in ("or", "and") else Token("word", word)
-
-    def _letters(self) -> list[Token]:
-        text, n, start = self.text, self.n, self.pos
-        pos = start
-        while pos < n and text[pos].isascii() and text[pos].isalpha():
-            pos += 1
-        self.pos = pos
-        self._argument_done()
-        run = text[start:pos]
-        lower = run.lower()
-        if len(run) == 1:
-            return [_letter(run)]
-        if lower in FUNCTIONS or lower in _FUNCTION_ALIASES:
-            return [Token("func", _FUNCTION_ALIASES.get(lower, lower))]
-        if lower in _PLAIN_WORDS:
-            kind, val = _PLAIN_WORDS[lower]
-            return [Token(kind, val)]
-        if lower in MULTI_FUNCTIONS and self._calls(lower, start, pos):
-            return [Token("multi", lower)]  # `\operatorname{lcm}(4, 6)`
-        glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] in ")}]")
-        glued_right = pos < n and (text[pos] in "^_({" or _isdigit(text[pos]))
-        braced = start > 0 and text[start - 1] == "{" and pos < n and text[pos] == "}"
-        if run.isupper() and len(run) <= 4 and (braced or self._names_points(start)):
-            return [_letter(letter) for letter in run]  # |AB|, \angle ABC: points, not a word
-        amid_math = len(run) <= MAX_PRODUCT_LETTERS and (
-            self._math_before(start) or self._operator_after(pos)
-        )
-        if lower in _UNITS or not (glued_left or glued_right or amid_math):
-            return [Token("word", lower)]
-        return [_letter(letter) for letter in run]  # "2xy", "a^2b": a product of one-letter symbols
-
-    def _calls(self, name: str, start: int, end: int) -> bool:
-        """`max`, `gcd`, ... spelled out (start..end) is the function right before its bracket;
-        `min` after a number is minutes ("5 min (about)")."""
-        after = self.text[end : end + 12].lstrip()
-        if not after.startswith(("(", "\\{", "\\lbrace")):
-            return False
-        before = self.text[max(0, start - 12) : start].rstrip()
-        return not (name == "min" and before[-1:].isdigit())
-
-    def _math_before(self, start: int) -> bool:
-        """A letter run right after an operator, an opening bracket or a math command (`\\ln xy`,
-        `|xy|`, `\\frac{ab}{2}`, `x = ab`) is a product of symbols, not prose (policy rule 38)."""
-        before = self.text[max(0, start - 20) : start].rstrip()
-        if before[-1:] in _OPENS_OPERAND:
-            return True
-        name = before[len(before.rstrip(_ASCII_LETTERS)) :]
-        return bool(name) and before[: -len(name)].endswith("\\") and _math_command(name)
-
-    def _operator_after(self, end: int) -> bool:
-        """A letter run right before an arithmetic operator or an inequality (`bc + a`,
-        `ab \\le 1`) is a product of symbols: dropping it as a word would change the answer.
-        Before `=` it may stay a word: `xy = 5` and `time = 5` state 5 either way."""
-        after = self.text[end : end + 20].lstrip()
-        if after[:1] in _OPERATORS:
-            return after[:1] != "="
-        name = after[1 : len(after) - len(after[1:].lstrip(_ASCII_LETTERS))] if after[:1] == "\\" else ""
-        return name in _COMMANDS and _COMMANDS[name][0] in ("op", "rel") and name != "approx"
-
-    def _names_points(self, start: int) -> bool:
-        """Capitals right after `|` or `\\angle` / `\\triangle` name points (`|AB|`), as do
-        capitals alone in a group (`\\frac{NO}{BO}`, the caller checks that): prose there is
-        spelled `\\text{...}`, which never reaches this point."""
-        before = self.text[max(0, start - 12) : start].rstrip()
-        return before.endswith(("|", "\\angle", "\\triangle"))
-
     def _command(self) -> Token | None:
         """The token of a command at `self.pos`; None for spacing, which means nothing."""
         text, n = self.text, self.n
@@ -398,9 +179,9 @@ class _Lexer:
             while end < n and text[end].isalpha():
                 end += 1
             self.pos = end
-            if text[pos:end] in _SPACING:
+            if text[pos:end] in SPACING:
                 return None
-            if text[pos:end] in _SPACING_WITH_ARGUMENT:  # `\hspace{1em}`, `\phantom{x}`
+            if text[pos:end] in SPACING_WITH_ARGUMENT:  # `\hspace{1em}`, `\phantom{x}`
                 self.pos = _after_group(text, end + (text[end : end + 1] == "*"))
                 return None
             tok = self._named_command(text[pos:end])
@@ -417,16 +198,17 @@ class _Lexer:
 
     def _named_command(self, name: str) -> Token:
         """`\\name` with `self.pos` just after the name; braced operands are read here."""
-        if name in _COMMANDS:
-            kind, val = _COMMANDS[name]
+        if name in COMMANDS:
+            kind, val = COMMANDS[name]
             if kind in ("frac", "binom"):
                 self.single_args = 3  # counts the command itself, decremented by the caller
             elif kind == "sqrt":
                 self.single_args = 2
             return Token(kind, val)
-        if name in FUNCTIONS or name in _FUNCTION_ALIASES:
-            return Token("func", _FUNCTION_ALIASES.get(name, name))
-        if name in _GREEK:
+        function = function_token(name)
+        if function is not None:
+            return function
+        if name in GREEK:
             return Token("sym", name)
         if name == "mathbb":
             letter, self.pos = _braced_name(self.text, self.pos)
@@ -449,8 +231,8 @@ class _Lexer:
         if ch in "*!":
             self.pos += 1
             return Token("op", ch)
-        if ch in _SINGLE_CHAR:
-            kind, val = _SINGLE_CHAR[ch]
+        if ch in SINGLE_CHAR:
+            kind, val = SINGLE_CHAR[ch]
             self.pos += 1
             if ch in "{[":
                 self.single_args = 0
@@ -458,34 +240,3 @@ class _Lexer:
                 self._argument_done()
             return Token(kind, val)
         raise LexError(f"unsupported character {ch!r}")
-
-
-def strip_words(tokens: list[Token]) -> tuple[list[Token], list[str]]:
-    """Remove words that are not connectors (units, "dollars", "approximately"), with a `^2`
-    or `/` that belongs to a unit ("cm^2", "km/h"). Returns (math tokens, removed words)."""
-    out: list[Token] = []
-    words: list[str] = []
-    i = 0
-    n = len(tokens)
-    while i < n:
-        tok = tokens[i]
-        if tok.kind == "word":
-            words.append(tok.val)
-            i += 1
-            # unit exponent: cm^2, cm^{2}
-            if i + 1 < n and tokens[i].kind == "op" and tokens[i].val == "^":
-                if tokens[i + 1].kind == "num":
-                    i += 2
-                elif tokens[i + 1].kind == "{" and i + 3 < n and tokens[i + 3].kind == "}":
-                    i += 4
-            # unit ratio: km/h
-            if i + 1 < n and tokens[i].kind == "op" and tokens[i].val == "/" and tokens[i + 1].kind == "word":
-                i += 1
-            continue
-        out.append(tok)
-        i += 1
-    while out and out[0].kind == "conn":
-        out.pop(0)
-    while out and out[-1].kind in ("conn", ","):
-        out.pop()
-    return out, words

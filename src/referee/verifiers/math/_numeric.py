@@ -23,8 +23,8 @@ from referee.verifiers.math._evaluate import (
     CTX,
     POINTS,
     REL_BITS,
-    DomainError,
     Evaluator,
+    Undefined,
 )
 from referee.verifiers.math._exact import exact_value
 from referee.verifiers.math._tree import (
@@ -78,20 +78,20 @@ class Expr:
         return self._exact
 
     def sample(self, point: int, level: int = 0) -> tuple[Any, bool]:
-        """(value, imprecise) at a point and precision level; raises DomainError (cached too)."""
+        """(value, imprecise) at a point and precision level; raises Undefined (cached too)."""
         got = self._values.get((point, level), _MISSING)
         if got is _MISSING:
             ctx = CONTEXTS[level]
             try:
                 evaluator = Evaluator(point, exact_value, ctx)
                 value = evaluator.value_of(self.node)
-                got = (value, evaluator.imprecise) if ctx.isfinite(value) else DomainError("not finite")
-            except DomainError as exc:
+                got = (value, evaluator.imprecise) if ctx.isfinite(value) else Undefined("not finite")
+            except Undefined as exc:
                 got = exc
             except (ValueError, ZeroDivisionError, OverflowError, ArithmeticError) as exc:
-                got = DomainError(str(exc)[:80])
+                got = Undefined(str(exc)[:80])
             self._values[(point, level)] = got
-        if isinstance(got, DomainError):
+        if isinstance(got, Undefined):
             raise got
         return got
 
@@ -102,7 +102,7 @@ class Expr:
 def _sample(expr: Expr, point: int, level: int) -> tuple[Any, bool] | None:
     try:
         return expr.sample(point, level)
-    except DomainError:
+    except Undefined:
         return None
 
 

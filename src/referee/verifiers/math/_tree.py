@@ -83,3 +83,48 @@ def infinity_sign(node: Node) -> int | None:
     while node[0] == "neg":
         sign, node = -sign, node[1]
     return sign if node == ("inf",) else None
+
+
+def add_terms(terms: list[Node]) -> Node:
+    """The sum of `terms`, flattened (`a + (b + c)` is one `+` node)."""
+    if len(terms) == 1:
+        return terms[0]
+    flat: list[Node] = []
+    for term in terms:
+        flat.extend(term[1:] if term[0] == "+" else (term,))
+    return ("+", *flat)
+
+
+def mul_factors(factors: list[Node]) -> Node:
+    """The product of `factors`, flattened."""
+    if len(factors) == 1:
+        return factors[0]
+    flat: list[Node] = []
+    for factor in factors:
+        flat.extend(factor[1:] if factor[0] == "*" else (factor,))
+    return ("*", *flat)
+
+
+def bracket_node(opener: str, closer: str, items: list[Node], conns: set[str]) -> Node | None:
+    """What a bracketed list denotes by its brackets (None if they do not fit): `(a)` and `[a]`
+    group, `(a, b)` is a tuple (or an open interval), `[a, b)` an interval, `\\{a, b\\}` a set,
+    `{a, b}` a LaTeX group holding the bare list a, b; joined by "or"/"and", a list."""
+    count = len(items)
+    if conns and count >= 2 and (opener, closer) in (("(", ")"), ("{", "}"), ("[", "]")):
+        return ("list", tuple(sorted(conns)), tuple(items))
+    if opener == "lset" and closer == "rset":
+        return ("set", tuple(items)) if items else ("empty",)
+    if opener == "{" and closer == "}":
+        if count == 1:
+            return items[0]
+        return ("list", (), tuple(items)) if items else ("empty",)
+    if opener in ("(", "[") and closer in (")", "]"):
+        if count == 1 and opener + closer in ("()", "[]"):
+            return items[0]
+        if count == 2:
+            if opener + closer == "()":
+                return ("tuple", tuple(items))
+            return ("interval", items[0], items[1], opener == "[", closer == "]")
+        if count >= 3 and opener + closer in ("()", "[]"):
+            return ("tuple", tuple(items))
+    return None
