@@ -4,6 +4,7 @@ stopped in reverse; the verifier index is built once and is what the worker proc
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,10 +19,14 @@ from tests.conftest import make_settings
 
 class OnlyInThisIndex(Verifier):
     """Registered into a runtime's index after it is built: no configuration names it, so a
-    worker process knows it only if it was handed that very index."""
+    worker process knows it only if it was handed that very index. Its instances hold a lock,
+    which cannot be pickled: the index travels as classes, each instantiated in the worker."""
 
     name = "test.only_in_this_index"
     example: ClassVar[dict[str, Any]] = {"response": "x", "reference": None}
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
 
     def check(self, response: str, prepared: Any, options: Any) -> Check:
         return Check(1.0, reason="judged by the runtime's own index")

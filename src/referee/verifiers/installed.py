@@ -4,10 +4,11 @@ Three sources: the built-ins, classes named in REFEREE_EXTRA_VERIFIERS, and plug
 
 Plugins are discovered through the entry-point group `referee.verifiers`; an entry point may
 name a `Verifier` subclass or a list of them. The service builds its index once (its runtime,
-`load_installed`) and hands it to whoever needs it: the worker processes get it pickled, so
-every verifier class must be importable by name; a verifier that looks up other verifiers
-(`length.cosine`) is bound to the index it belongs to (`IndexUser`). `builtin_index()` is the
-built-ins alone, for verifiers used outside a service (tests, notebooks, the audit's batteries).
+`load_installed`) and hands it to whoever needs it: the worker processes get it pickled (its
+classes, by name, and their kinds: every verifier class must be importable); a verifier that
+looks up other verifiers (`length.cosine`) is bound to the index it belongs to (`IndexUser`).
+`builtin_index()` is the built-ins alone, for verifiers used outside a service (tests,
+notebooks, the audit's batteries).
 """
 
 from __future__ import annotations
@@ -98,6 +99,19 @@ class InstalledVerifiers:
 
     def __len__(self) -> int:
         return len(self._verifiers)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled (for the worker processes) as its classes and their kinds, registered anew on
+        the other side: classes travel by name, and no instance's state has to be picklable."""
+        entries = [(type(verifier), self._kinds[name]) for name, verifier in self._verifiers.items()]
+        return _rebuilt, (entries,)
+
+
+def _rebuilt(entries: list[tuple[type[Verifier], str]]) -> InstalledVerifiers:
+    index = InstalledVerifiers()
+    for cls, kind in entries:
+        index.register(cls, kind=kind)
+    return index
 
 
 def _as_classes(obj: Any, origin: str) -> list[type[Verifier]]:
