@@ -107,6 +107,10 @@ CASES = [
     ("\\operatorname{asin}(a)", "\\sin^{-1} a", True),
     ("\\sinh^{-1}(a)", "\\ln(a + \\sqrt{a^2+1})", True),
     ("\\arcsin(a)", "\\frac{1}{\\sin a}", False),
+    ("\\frac{\\cosh x}{\\sinh x}", "\\coth x", True),
+    ("\\frac{1}{\\cosh x}", "\\operatorname{sech}(x)", True),
+    ("\\tanh x", "\\coth x", False),
+    ("\\frac{1}{\\sinh x}", "\\operatorname{sech} x", False),
     ("\\overline{3+4i}", "3-4i", True),
     ("\\overline{3+4i}", "3+4i", False),
     # a gold in scientific notation is rounded at its mantissa's last digit

@@ -93,8 +93,11 @@ def _odd_bits(n: int) -> int:
 # Functions equal to 1 or to their argument up to a term in its square near 0 (cos x = 1 - x^2/2,
 # sin x = x(1 - x^2/6)): that term is lost when the argument is below half the precision.
 _LOST_IN_SQUARE = frozenset({
-    "cos", "cosh", "sec", "sin", "tan", "sinh", "tanh", "arcsin", "arctan", "arcsinh", "arctanh",
+    "cos", "cosh", "sec", "sin", "tan", "sinh", "tanh", "sech", "arcsin", "arctan", "arcsinh", "arctanh",
 })  # fmt: skip
+
+
+_HYPERBOLIC = frozenset({"sinh", "cosh", "tanh", "coth", "sech", "csch"})
 
 
 class Evaluator:
@@ -285,7 +288,7 @@ class Evaluator:
             self._check_lost(x, 0)
         elif name in _LOST_IN_SQUARE:
             self._check_lost(x * x, 0)
-        if name in ("sinh", "cosh", "tanh") and abs(ctx.re(x)) * 3 > self.lost_bits:
+        if name in _HYPERBOLIC and abs(ctx.re(x)) * 3 > self.lost_bits:
             self.imprecise = True  # e^{-2|x|} < 2^-lost_bits: 2|x| > lost_bits * ln 2
         elif name == "arctan" and abs(x) > 1:
             self._check_lost(1 / x, 0)
@@ -296,7 +299,7 @@ class Evaluator:
         x = self.value_of(node[2])
         if name in ("sin", "cos", "tan", "cot", "sec", "csc") and ctx.mag(x) > MAX_PERIODIC_MAG:
             return _opaque(node, ctx)
-        if name in ("exp", "sinh", "cosh", "tanh") and (
+        if (name == "exp" or name in _HYPERBOLIC) and (
             ctx.mag(ctx.re(x)) > 36 or ctx.mag(ctx.im(x)) > MAX_PERIODIC_MAG
         ):
             return _opaque(node, ctx)
@@ -333,6 +336,9 @@ class Evaluator:
             "arctanh": ctx.atanh,
             "conj": ctx.conj,
             "sinh": ctx.sinh,
+            "coth": ctx.coth,
+            "sech": ctx.sech,
+            "csch": ctx.csch,
             "cosh": ctx.cosh,
             "tanh": ctx.tanh,
         }.get(name)

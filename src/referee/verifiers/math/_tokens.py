@@ -38,7 +38,7 @@ GREEK = {
 }  # fmt: skip
 FUNCTIONS = {
     "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-    "arcsinh", "arccosh", "arctanh", "ln", "log", "exp", "lg",
+    "coth", "sech", "csch", "arcsinh", "arccosh", "arctanh", "ln", "log", "exp", "lg",
 }  # fmt: skip
 # Other spellings of the inverse functions (`\operatorname{asin}`, `\arsinh`, ...).
 FUNCTION_ALIASES = {
