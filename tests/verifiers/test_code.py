@@ -16,6 +16,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from referee.runtime import Runtime
 from referee.sandbox import judge
 from referee.sandbox.in_container import call_harness
 from referee.sandbox.languages import LANGUAGES
@@ -25,6 +26,7 @@ from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.service.background import BackgroundServer
+from referee.settings import Settings
 from referee.verifiers import Resources
 from referee.verifiers.base import VerifierError
 from referee.verifiers.code import CodeOptions, CodeReference, CodeVerifier, classify, extract_program
@@ -105,12 +107,20 @@ def test_a_problem_whose_expected_output_exceeds_its_cap_is_refused() -> None:
         _stdio("x", output_limit_bytes=(16 << 20) + 1)
 
 
-def test_the_service_default_cap_is_the_sandbox_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_service_default_cap_is_its_sandboxs_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """REFEREE_SANDBOX_STDOUT_LIMIT_BYTES -> Settings -> the runtime's sandbox -> validation:
+    the cap a request is validated against is the one its tests will run under."""
     monkeypatch.setenv("REFEREE_SANDBOX_STDOUT_LIMIT_BYTES", str(2 << 20))
-    CodeVerifier.validate_inputs(_stdio("y" * 1_500_000), CodeOptions())
+    raised = Runtime(Settings(workers=1)).resources
+    CodeVerifier.validate_inputs(_stdio("y" * 1_500_000), CodeOptions(), raised)
     monkeypatch.setenv("REFEREE_SANDBOX_STDOUT_LIMIT_BYTES", "2048")
+    lowered = Runtime(Settings(workers=1)).resources
     with pytest.raises(ValueError, match="2048-byte"):
-        CodeVerifier.validate_inputs(_stdio("y" * 3000), CodeOptions())
+        CodeVerifier.validate_inputs(_stdio("y" * 3000), CodeOptions(), lowered)
+    # Without a sandbox (in-process use): the default cap, 1 MiB.
+    CodeVerifier.validate_inputs(_stdio("y" * 3000), CodeOptions())
+    with pytest.raises(ValueError, match="1048576-byte"):
+        CodeVerifier.validate_inputs(_stdio("y" * 1_500_000), CodeOptions())
 
 
 def test_a_too_large_expected_output_is_a_422_through_the_service(server: BackgroundServer) -> None:

@@ -99,7 +99,7 @@ class Scorer:
         if errors:
             raise InputError(errors)
         try:
-            verifier.validate_inputs(ref, opts)
+            verifier.validate_inputs(ref, opts, self.resources)
         except ValueError as exc:
             raise InputError([{"loc": [*loc, "reference"], "msg": str(exc), "type": "value_error"}]) from None
         return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json())

@@ -125,10 +125,11 @@ class Verifier:
         return cls.options_model.model_validate(dict(options or {}))
 
     @classmethod
-    def validate_inputs(cls, reference: Any, options: Any) -> None:
+    def validate_inputs(cls, reference: Any, options: Any, resources: Resources | None = None) -> None:
         """Checks that need the validated reference and options together (a code problem whose
-        expected output exceeds the output cap it would run under). Raise ValueError to refuse
-        the request as an invalid reference is (422). The default checks nothing."""
+        expected output exceeds the output cap it would run under), with the service's
+        `resources` when it has them (the sandbox's settings say that cap). Raise ValueError to
+        refuse the request as an invalid reference is (422). The default checks nothing."""
 
     @classmethod
     def qualified_name(cls) -> str:

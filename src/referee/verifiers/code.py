@@ -36,7 +36,6 @@ from referee.sandbox.protocol import (
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
-from referee.settings import Settings
 from referee.verifiers import extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
@@ -248,14 +247,13 @@ class Prepared:
     notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
 
 
-def service_output_limit() -> int:
-    """The service's stdout cap per test, as its sandbox reads it at start-up
-    (REFEREE_SANDBOX_STDOUT_LIMIT_BYTES, default 1 MiB). Read from the settings at each call:
-    `validate_inputs` is a class method, so no configured instance can hold it."""
-    try:
-        return Settings().sandbox.stdout_limit_bytes
-    except ValueError:  # settings that do not validate: the service says so at start-up
-        return int(SandboxSettings.model_fields["stdout_limit_bytes"].default)
+def service_output_limit(resources: Resources | None) -> int:
+    """The service's stdout cap per test: its sandbox's (`sandbox.stdout_limit_bytes`,
+    REFEREE_SANDBOX_STDOUT_LIMIT_BYTES), the one `check_group` will run under; without a
+    sandbox, the default (such a request's verdict is an error anyway)."""
+    if resources is not None and resources.sandbox is not None:
+        return resources.sandbox.settings.stdout_limit_bytes
+    return int(SandboxSettings.model_fields["stdout_limit_bytes"].default)
 
 
 def largest_expected_output(reference: CodeReference) -> tuple[int, int]:
@@ -412,7 +410,7 @@ class CodeVerifier(AsyncVerifier):
     }
 
     @classmethod
-    def validate_inputs(cls, reference: Any, options: Any) -> None:
+    def validate_inputs(cls, reference: Any, options: Any, resources: Resources | None = None) -> None:
         """A problem whose own expected output exceeds the stdout cap it would run under is
         refused (422): every correct program would be judged output_limit_exceeded."""
         ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
@@ -420,7 +418,7 @@ class CodeVerifier(AsyncVerifier):
         size, test = largest_expected_output(ref)
         if not size:
             return
-        cap = output_limit(ref, opts) or service_output_limit()
+        cap = output_limit(ref, opts) or service_output_limit(resources)
         if size > cap:
             raise ValueError(
                 f"the expected output of test {test} is {size} bytes, more than the {cap}-byte stdout "

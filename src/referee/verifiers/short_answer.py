@@ -13,7 +13,7 @@ import re2
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from referee.verifiers import extract
-from referee.verifiers.base import Check, Verifier
+from referee.verifiers.base import Check, Resources, Verifier
 from referee.verifiers.denial import affirmed_answer, box_denial
 
 Extraction = Literal["none", "final", "answer_tag", "boxed", "answer_line", "auto"]
@@ -265,7 +265,7 @@ class NumericVerifier(Verifier):
     }
 
     @classmethod
-    def validate_inputs(cls, reference: Any, options: Any) -> None:
+    def validate_inputs(cls, reference: Any, options: Any, resources: Resources | None = None) -> None:
         """A reference that is no finite number ("nan", "inf", "about 5") is refused (422):
         scored, it would give every response 0."""
         if isinstance(reference, int | float) and not isinstance(reference, bool):

@@ -268,5 +268,7 @@ def test_no_withdrawn_statement_of_the_gold_scores_one(gold: str, write, templat
 @given(gold=golds, write=st.sampled_from([WRITE[1], WRITE[2], WRITE[3]]))
 def test_the_gold_stated_beside_a_denied_other_value_still_scores_one(gold: str, write) -> None:  # type: ignore[no-untyped-def]
     # the controls of the two properties above: the same sentences, the negation moved off the gold
-    assert score(f"The answer is {write(gold)}, not $-17$.", gold) == 1.0
-    assert score(f"The answer is not $-17$; it is {write(gold)}.", gold) == 1.0
+    # (the denied value is none of the generated golds: they are below 10^6 or have no 1/3 part)
+    other = "$10^{9}+\\frac{1}{3}$"
+    assert score(f"The answer is {write(gold)}, not {other}.", gold) == 1.0
+    assert score(f"The answer is not {other}; it is {write(gold)}.", gold) == 1.0
