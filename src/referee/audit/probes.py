@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from referee.verifiers import load_installed
+from referee.verifiers import builtin_index
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,7 +374,7 @@ def battery(name: str) -> list[Probe]:
     if base in _FIXED:
         return _FIXED[base]()
     if base.startswith("logic."):
-        installed = load_installed(plugins=False)
+        installed = builtin_index()  # the built-ins' worked examples: one index per process
         if base in installed:
             return _logic(base, installed.get(base).example)
     return []
