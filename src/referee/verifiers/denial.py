@@ -92,14 +92,23 @@ def split_denial(statement: str) -> tuple[str, list[str]]:
         return text[: clause.start()], [text[clause.end() :].strip()]
     predicate = _DENYING_CLAUSE.search(text)
     if predicate is not None:
-        starts = list(_CLAUSE_START.finditer(text, 0, predicate.start()))
-        if not starts:
+        start = _subject_start(text, predicate.start())
+        if start is None:
             return text[predicate.end() :].strip(" ,;:.)"), [text[: predicate.start()].strip()]
         # "(C) is wrong; the answer is (D)": what follows the predicate is affirmed again.
         after = text[predicate.end() :].lstrip(" )")
-        kept = f"{text[: starts[-1].start()].rstrip(' ,;:')} {after}".strip()
-        return kept, [text[starts[-1].end() : predicate.start()].strip()]
+        kept = f"{text[: start.start()].rstrip(' ,;:')} {after}".strip()
+        return kept, [text[start.end() : predicate.start()].strip()]
     return text, []
+
+
+def _subject_start(text: str, end: int) -> re.Match[str] | None:
+    """Where the subject of a denying predicate ending at `end` starts: the last clause word or
+    `;`/`:`/`(` before it, else the first comma ("D, as A, B and C are wrong": the subject is
+    the whole list; "D, A and B are wrong": what follows the first comma)."""
+    starts = list(_CLAUSE_START.finditer(text, 0, end))
+    strong = [m for m in starts if m.group(0).strip() != ","]
+    return strong[-1] if strong else (starts[0] if starts else None)
 
 
 def withdrawn(after: str, pattern: re.Pattern[str] | None = None) -> bool:

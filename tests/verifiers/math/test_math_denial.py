@@ -168,6 +168,14 @@ def test_a_denial_of_a_value_equal_to_the_answer_counts() -> None:
         ("Answer: (D) is wrong.", "D", 0.0),
         ("\\boxed{D}. Actually (D) is incorrect.", "D", 0.0),
         ("The answer is (B) or (D).", "D", 0.0),  # still a hedge
+        ("It is D, it can't be A or B.", "D", 1.0),
+        ("So it is D; it cannot be A or B.", "D", 1.0),
+        ("A and B are ruled out; the answer must be D.", "D", 1.0),
+        ("The answer is D, as A, B and C are incorrect.", "D", 1.0),
+        ("It is D.", "D", 1.0),
+        ("It is A.", "D", 0.0),
+        ("It can't be D.", "D", 0.0),
+        ("I cannot solve this.", "D", 0.0),  # inability is still no answer
     ],
 )
 def test_multiple_choice_prose_that_rules_options_out(response: str, gold: str, expected: float) -> None:

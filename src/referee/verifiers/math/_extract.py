@@ -37,7 +37,7 @@ _RETRACT = re.compile(
 )
 # A last sentence like these does not state a result.
 _NOT_A_CONCLUSION = re.compile(
-    r"(?i)\b(?:whether|let me|let's|let us|we need|need to|sorry|cannot|can't|unable|leave|"
+    r"(?i)\b(?:whether|let me|let's|let us|we need|need to|sorry|cannot(?! be)|can't(?! be)|unable|leave|"
     r"left to the reader|not sure|i think|maybe|perhaps|might|could be)\b|\?"
 )
 # After the last box: a retraction that names a replacement ("wait, it should be 6").
@@ -64,7 +64,8 @@ _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 # A number in prose, with a plain fraction ("2/3", not its denominator) or a mixed number ("3 1/2").
 _NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?")
 _CHOICE = re.compile(
-    r"\b(?:choice|option|answer)\s+(?:is\s+)?(?:(?:option|choice)\s+)?\(?([A-J])\)?(?![A-Za-z])"
+    r"\b(?:choice|option|answer)\s+(?:is\s+|must be\s+|would be\s+)?(?:(?:option|choice)\s+)?\(?([A-J])\)?(?![A-Za-z])"
+    r"|\b(?:[Ii]t|[Tt]his|[Tt]hat)(?:'s|\s+is|\s+must be)\s+\(?([A-J])\)?(?![A-Za-z])"
     r"|(?<![A-Za-z\\])\(([A-J])\)(?![A-Za-z])"
 )
 _COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
@@ -281,7 +282,9 @@ def _concluding(part: str) -> Extracted:
     candidates: list[tuple[int, int, str]] = _math_spans(sentence)
     candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
-    candidates += [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _CHOICE.finditer(sentence)]
+    candidates += [
+        (m.start(), m.end(), m.group(1) or m.group(2) or m.group(3)) for m in _CHOICE.finditer(sentence)
+    ]
     # "It is definitely not $5$.", "5 is wrong.", "6 muffins, not 5.": denied values are no answer.
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
     no = [_denied_near(sentence, c[0], c[1]) for c in candidates]
