@@ -13,7 +13,10 @@ Both verifiers judge every row in one run: Referee in process, Math-Verify 0.9.0
 thread (its SIGALRM timeouts work there) with the gold wrapped in `\\boxed{}`, its best mode.
 False positives are listed first.
 
-    .venv/bin/python -m bench.bench_math_public [--json]
+    .venv/bin/python -m bench.bench_math_public [--file PATH | --all] [--json]
+
+`--file` picks one harvest (default the first, `math_public_graders.jsonl`); `--all` judges every
+harvest, one after the other, each with its own figures.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.data import DATA_DIR
@@ -32,10 +36,12 @@ from bench._common import emit, summarize
 from referee.verifiers.math import MathVerifier
 
 PUBLIC_FILE = DATA_DIR / "math_public_graders.jsonl"
+# Issue 25's second harvest: MARIO_EVAL, NeMo-Skills, lighteval, open-r1, latex2sympy2_extended.
+PUBLIC_FILES = (PUBLIC_FILE, DATA_DIR / "math_public_graders_2.jsonl")
 
 
-def public_rows() -> list[dict[str, Any]]:
-    lines = PUBLIC_FILE.read_text("utf-8").splitlines()
+def public_rows(path: Path = PUBLIC_FILE) -> list[dict[str, Any]]:
+    lines = path.read_text("utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -86,19 +92,14 @@ def math_verify_equal() -> Callable[[str, str], bool]:
     return equal
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--no-math-verify", action="store_true", help="only Referee")
-    args = parser.parse_args()
-    rows = public_rows()
+def report(path: Path, judges: list[tuple[str, Callable[[str, str], bool]]]) -> dict[str, Any]:
+    rows = public_rows(path)
     by_id = {row["id"]: row for row in rows}
     results: dict[str, Any] = {
         "rows": len(rows),
         "policy_rows": sum(row["expected"] != row["upstream_expected"] for row in rows),
     }
-    judges = [("referee", referee_equal())]
-    if not args.no_math_verify:
-        judges.append(("math_verify_0_9_0", math_verify_equal()))
+    print(f"{path.name}: {len(rows)} rows")
     for name, says_equal in judges:
         out = judge(rows, says_equal)
         results[name] = out
@@ -111,7 +112,23 @@ def main() -> None:
                 print(
                     f"  {kind[:-1]:15s} {row_id:14s} gold={row['gold'][:60]!r} response=…{row['response'][-70:]!r}"
                 )
-    emit("math_public_graders", results)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-math-verify", action="store_true", help="only Referee")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--file", type=Path, default=PUBLIC_FILE, help="one harvest (JSONL)")
+    which.add_argument("--all", action="store_true", help="every harvest in tests/data")
+    args = parser.parse_args()
+    judges = [("referee", referee_equal())]
+    if not args.no_math_verify:
+        judges.append(("math_verify_0_9_0", math_verify_equal()))
+    if not args.all:
+        emit("math_public_graders", report(args.file, judges))
+        return
+    emit("math_public_graders", {path.stem: report(path, judges) for path in PUBLIC_FILES})
 
 
 if __name__ == "__main__":
