@@ -1,3 +1,6 @@
+"""Fixtures every suite may use: the shared loopback server, a client of it, and the in-process
+fake scorer. Where tests live, and why, is in tests/README.md."""
+
 from __future__ import annotations
 
 import tempfile
@@ -9,6 +12,7 @@ import pytest
 from referee.client import Client
 from referee.service.background import BackgroundServer
 from referee.settings import Settings
+from tests.support.scorers import FakeScorer
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_VERIFIERS = "tests.support.verifiers:TEST_VERIFIERS"
@@ -38,3 +42,14 @@ def server() -> Iterator[BackgroundServer]:
 def client(server: BackgroundServer) -> Iterator[Client]:
     with Client(server.url, timeout=120) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def referee_url(server: BackgroundServer) -> str:
+    """The shared server's URL, for adapters and clients that take a URL."""
+    return server.url
+
+
+@pytest.fixture
+def fake_scorer() -> FakeScorer:
+    return FakeScorer()

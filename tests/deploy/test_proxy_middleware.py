@@ -10,6 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+# referee.deploy's package imports Ray Serve (its app), though the middleware itself does not.
+pytest.importorskip("ray.serve", reason="needs the `ray` extra: pip install -e '.[ray]'")
+
 from referee.client import AsyncClient
 from referee.deploy.proxy import ReplicaLossRetry, middlewares
 from referee.models import GroupResult, GroupsResponse, Verdict, VerdictStatus

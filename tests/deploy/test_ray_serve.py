@@ -20,20 +20,24 @@ from typing import Any
 
 import httpx
 import pytest
-import ray
-import ray._private.state as ray_state
-from ray import serve
-from ray.serve.handle import DeploymentHandle
 
-from referee.client import AsyncClient, RefereeHTTPError
-from referee.deploy import RayGroupRewarder, run
-from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH
-from referee.deploy.ray_serve import DEPLOYMENT_NAME
-from referee.models import GroupResult, GroupSpec
-from referee.service.background import BackgroundServer, free_port
-from referee.settings import Settings
-from tests.data import devset
-from tests.evals._data import by_key
+# Ray alone comes with the `trainers` extra too; Serve only with the `ray` extra.
+ray = pytest.importorskip("ray", reason="needs the `ray` extra: pip install -e '.[ray]'")
+pytest.importorskip("ray.serve", reason="needs the `ray` extra: pip install -e '.[ray]'")
+
+import ray._private.state as ray_state  # noqa: E402
+from ray import serve  # noqa: E402
+from ray.serve.handle import DeploymentHandle  # noqa: E402
+
+from referee.client import AsyncClient, RefereeHTTPError  # noqa: E402
+from referee.deploy import RayGroupRewarder, run  # noqa: E402
+from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH  # noqa: E402
+from referee.deploy.ray_serve import DEPLOYMENT_NAME  # noqa: E402
+from referee.models import GroupResult, GroupSpec  # noqa: E402
+from referee.service.background import BackgroundServer, free_port  # noqa: E402
+from referee.settings import Settings  # noqa: E402
+from tests.data import devset  # noqa: E402
+from tests.evals._data import by_key  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

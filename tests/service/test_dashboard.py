@@ -325,6 +325,7 @@ def test_the_dashboard_in_a_real_browser(keyed: BackgroundServer, tmp_path: Path
             "Debian's chromium is missing (/usr/bin/chromium): run scripts/ensure-chromium.sh "
             "(the test command and CI do)"
         )
+    pytest.importorskip("playwright", reason="needs the `dev` extra: pip install -e '.[dev]'")
     from playwright.sync_api import sync_playwright
 
     problems: list[str] = []

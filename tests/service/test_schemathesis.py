@@ -33,6 +33,7 @@ MAX_EXAMPLES = 25
 def test_schemathesis_finds_no_failure(tmp_path: Path, keys: bool) -> None:
     """With keys (the auth checks apply: 401 without one, the 429 quota documented) and
     without (open mode: the document then declares no security and no 401/403/429)."""
+    pytest.importorskip("schemathesis", reason="needs the `dev` extra: pip install -e '.[dev]'")
     auth: dict[str, object] = {"admin_keys": [ADMIN], "api_keys": [API]} if keys else {}
     settings = make_settings(
         secret_keys=[SECRET_KEY],

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import httpx
-import numpy as np
 import pytest
 
-from referee.trainer_adapter import verl
-from referee.trainer_adapter.trl import AsyncRefereeReward, RefereeReward
+# numpy is what trainers hand over (not a dependency of Referee): the `train` extra brings it.
+np = pytest.importorskip("numpy", reason="needs the `train` extra: pip install -e '.[train]'")
+
+from referee.trainer_adapter import verl  # noqa: E402
+from referee.trainer_adapter.trl import AsyncRefereeReward, RefereeReward  # noqa: E402
 
 COUNTDOWN = {"numbers": [1, 2, 3], "target": 6}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("torch")
+pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
 
 from typer.testing import CliRunner
 

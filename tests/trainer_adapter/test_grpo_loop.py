@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
 
 from referee.trainer_adapter.grpo.demo_task import AdditionTask, supervised_warmup, tiny_policy  # noqa: E402
 from referee.trainer_adapter.grpo.loop import GRPO, GRPOArgs  # noqa: E402

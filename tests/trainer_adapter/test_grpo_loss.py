@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
 
 from referee.trainer_adapter.grpo.loss import grpo_loss, k3_kl  # noqa: E402
 

@@ -58,7 +58,7 @@ def by_id(page: PromptStatsPage) -> dict[str, PromptStat]:
 
 
 def test_prompt_id_cells_and_verl_rows() -> None:
-    np = pytest.importorskip("numpy")
+    np = pytest.importorskip("numpy", reason="needs the `train` extra: pip install -e '.[train]'")
     assert as_prompt_id(17) == as_prompt_id(np.int64(17)) == as_prompt_id(17.0) == "17"
     assert as_prompt_id(None) is None and as_prompt_id("") is None and as_prompt_id(math.nan) is None
     assert as_prompt_id("x" * 200) == "x" * 200
@@ -152,7 +152,7 @@ def test_real_grpo_trainer_sends_row_ids_and_logs_what_the_service_counted(
     visits of four completions each reach the service under the dataset's ids, and the share of
     zero-variance groups logged per step agrees with TRL's own `frac_reward_zero_std` and, over
     the run, with the service's."""
-    pytest.importorskip("trl")
+    pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
@@ -239,16 +239,14 @@ async def test_verl_reward_loop_groups_a_prompts_samples_and_reports_the_service
     """verl 0.9.1's `RewardLoopWorker` awaits `compute_score_async` once per sample, all at once:
     each prompt's 4 samples (same `extra_info` index) are one group, one visit; the per-sample
     `referee/zero_variance` column averages to the service's zero-variance share."""
-    pytest.importorskip("verl")
-    from tests.trainer_adapter.test_verl_real import (
-        RETURN_DICT,
-        make_batch,
-        make_tokenizer,
-        reward_config,
-        run_reward_loop,
+    pytest.importorskip(
+        "verl",
+        reason="needs verl: `make` installs it with the `trainers` extra (pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
     )
+    from tests.support.tokenizers import printable_tokenizer
+    from tests.trainer_adapter.test_verl_real import RETURN_DICT, make_batch, reward_config, run_reward_loop
 
-    make_tokenizer().save_pretrained(tmp_path)
+    printable_tokenizer().save_pretrained(tmp_path)
     config = reward_config(
         tmp_path, server.url, "compute_score_async", RETURN_DICT,
         f"+reward.custom_reward_function.reward_kwargs.api_key={key}",
@@ -307,7 +305,7 @@ async def test_rewarder_names_groups_and_pages_through_solved_prompts(
 def _grpo_run(
     server: BackgroundServer, key: str, out: Path, pairs: list[tuple[int, int]] | None, **args: Any
 ) -> list[dict[str, Any]]:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
     from referee.trainer_adapter.grpo.demo_task import AdditionTask, tiny_policy
     from referee.trainer_adapter.grpo.loop import GRPO, GRPOArgs
 
@@ -372,7 +370,7 @@ def test_grpo_loop_names_training_groups_not_evaluation(
 
 
 def test_demo_command_passes_skip_solved_after(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
     from typer.testing import CliRunner
 
     from referee.trainer_adapter.cli import app

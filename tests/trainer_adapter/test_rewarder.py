@@ -7,7 +7,6 @@ import math
 import pytest
 
 from referee.advantages import group_advantages
-from referee.grouping import Sample, group_samples
 from referee.models import AdvantageConfig, VerifierComponent
 from referee.trainer_adapter.rewarder import GroupRewarder
 
@@ -37,22 +36,6 @@ async def test_samples_without_verdict_are_masked(fake_scorer) -> None:  # type:
     assert result.rewards == [[1.0, None, 0.0]]
     assert result.advantages[0][1] is None
     assert result.flat_mask() == [True, False, True]
-
-
-def test_group_samples_groups_by_verifier_reference_and_key() -> None:
-    components = [VerifierComponent(name="exact", weight=1.0), VerifierComponent(name="regex", weight=0.1)]
-    samples = [
-        Sample("a", "1", "exact", key="p1"),
-        Sample("b", "1", "exact", key="p2"),
-        Sample("c", "1", "exact", key="p1"),
-        Sample("d", "1", components, key="p1"),
-        Sample("e", {"x": 1}, "exact", {"strip": True}, key="p1"),
-        Sample("f", {"x": 1}, "exact", {"strip": True}, key="p1"),
-    ]
-    specs, where = group_samples(samples)
-    assert [s.responses for s in specs] == [["a", "c"], ["b"], ["d"], ["e", "f"]]
-    assert where == [(0, 0), (1, 0), (0, 1), (2, 0), (3, 0), (3, 1)]
-    assert specs[3].options == {"strip": True} and specs[2].options == {}
 
 
 async def test_real_service_rewards_and_advantages(referee_url: str) -> None:

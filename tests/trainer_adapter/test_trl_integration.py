@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
-pytest.importorskip("torch")
+pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")
+pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
 
 pytestmark = pytest.mark.slow
 

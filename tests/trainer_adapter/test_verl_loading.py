@@ -18,12 +18,20 @@ import subprocess
 import sys
 from typing import Any
 
-import cloudpickle
 import httpx
-from omegaconf import DictConfig
-from verl.trainer.ppo.reward import get_custom_reward_fn
+import pytest
 
-import referee.trainer_adapter.verl as verl_module
+# verl ships reward functions to its workers with cloudpickle (the `dev` extra has it here).
+cloudpickle = pytest.importorskip("cloudpickle", reason="needs the `dev` extra: pip install -e '.[dev]'")
+pytest.importorskip(
+    "verl",
+    reason="needs verl: `make` installs it with the `trainers` extra (pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
+)
+
+from omegaconf import DictConfig  # noqa: E402
+from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
+
+import referee.trainer_adapter.verl as verl_module  # noqa: E402
 
 PKG = "pkg://referee.trainer_adapter.verl"
 

@@ -21,57 +21,49 @@ verl trainers, still shipped and driven here too.
 from __future__ import annotations
 
 import os
-import string
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-import torch
-import verl
-from hydra import compose, initialize_config_dir
-from hydra.errors import ConfigCompositionException
-from omegaconf import DictConfig
-from verl import DataProto
-from verl.experimental.reward_loop import RewardLoopWorker
-from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
-from verl.trainer.ppo.reward import load_reward_manager
-from verl.workers.reward_manager import (
+
+np = pytest.importorskip("numpy", reason="needs the `train` extra: pip install -e '.[train]'")
+torch = pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
+verl = pytest.importorskip(
+    "verl",
+    reason="needs verl: `make` installs it with the `trainers` extra "
+    "(pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
+)
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.errors import ConfigCompositionException  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+from verl import DataProto  # noqa: E402
+from verl.experimental.reward_loop import RewardLoopWorker  # noqa: E402
+from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls  # noqa: E402
+from verl.trainer.ppo.reward import load_reward_manager  # noqa: E402
+from verl.workers.reward_manager import (  # noqa: E402
     BatchRewardManager,
     DAPORewardManager,
     NaiveRewardManager,
     PrimeRewardManager,
 )
 
-import referee.trainer_adapter.verl as adapter
-from tests.trainer_adapter.test_verl_loading import PKG, custom_fn, groups_requests
+import referee.trainer_adapter.verl as adapter  # noqa: E402
+from tests.support.tokenizers import printable_tokenizer  # noqa: E402
+from tests.trainer_adapter.test_verl_loading import PKG, custom_fn, groups_requests  # noqa: E402
 
 RETURN_DICT = "+reward.custom_reward_function.reward_kwargs.return_dict=true"
-PAD, EOS = "<|endoftext|>", "<|im_end|>"  # Qwen's, as verl's GSM8K recipes use
 
 
 def test_the_installed_verl_is_the_one_mirrored() -> None:
     assert verl.__version__ == "0.9.1"
 
 
-def make_tokenizer() -> Any:
-    """A Hugging Face fast tokenizer over single printable characters (no download)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    alphabet = string.ascii_letters + string.digits + string.punctuation + " "
-    vocab = {PAD: 0, EOS: 1, **{ch: i + 2 for i, ch in enumerate(alphabet)}}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=PAD))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS)
-
-
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """verl's reward loop loads the actor's tokenizer from `actor_rollout_ref.model.path`."""
     path = tmp_path_factory.mktemp("verl-tokenizer")
-    make_tokenizer().save_pretrained(path)
+    printable_tokenizer().save_pretrained(path)
     return path
 
 

@@ -1,7 +1,7 @@
 """The service image builds without a registry and serves /livez from a container.
 
-The image is built once per test session (tests/deploy/service_image.py), shared with the
-tests of replicas on a PostgreSQL registry (tests/deploy/test_service_image_postgres.py)."""
+The image is built once per test session (tests/service_image/service_image.py), shared with the
+tests of replicas on a PostgreSQL registry (tests/service_image/test_service_image_postgres.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import httpx
 import pytest
 
-from tests.deploy.service_image import service_container, service_image
+from tests.service_image.service_image import service_container, service_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

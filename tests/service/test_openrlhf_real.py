@@ -25,13 +25,18 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-import openrlhf
 import pytest
-import torch
-from openrlhf.trainer.ppo_utils.experience import Experience, split_experience_batch
-from openrlhf.utils.agent import SingleTurnAgentExecutor
 
-from tests.trainer_adapter.test_verl_real import EOS, make_tokenizer
+torch = pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
+openrlhf = pytest.importorskip(
+    "openrlhf",
+    reason="needs openrlhf: `make` installs it with the `trainers` extra (pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
+)
+
+from openrlhf.trainer.ppo_utils.experience import Experience, split_experience_batch  # noqa: E402
+from openrlhf.utils.agent import SingleTurnAgentExecutor  # noqa: E402
+
+from tests.support.tokenizers import EOS, printable_tokenizer  # noqa: E402
 
 
 @dataclass
@@ -94,7 +99,7 @@ def to_experience(response: dict[str, Any]) -> Experience:
 
 async def rollout(url: str, samples: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
     """One rollout actor: `execute` for every (prompt, label, answer), all concurrently."""
-    tokenizer = make_tokenizer()
+    tokenizer = printable_tokenizer()
     engine = ScriptedEngine(tokenizer, {prompt: answer for prompt, _, answer in samples})
     executor = SingleTurnAgentExecutor([url])  # --reward.remote_url is split on commas
     return list(
@@ -122,7 +127,7 @@ async def test_single_turn_executor_scores_responses_with_their_eos_text(referee
         ("Q: gsm A:", json.dumps({"verifier": "math", "reference": "72"}), "so #### 72"),
     ]
     outputs = await rollout(f"{referee_url}/v1/openrlhf/reward?verifier=exact", samples)
-    tokenizer = make_tokenizer()
+    tokenizer = printable_tokenizer()
     # What OpenRLHF sent: the response still carries its end-of-sequence text.
     assert tokenizer.decode(outputs[0]["observation_tokens"]) == f"Q: 2+2? A:4{EOS}"
     assert [o["reward"] for o in outputs] == [[1.0], [0.0], [1.0], [1.0]]

@@ -1,6 +1,6 @@
 """Replicas of the service image on one PostgreSQL registry: the compose file's `shared`
 profile as Debian's docker-compose (v1) reads it, and two containers of the image (built once
-per session, tests/deploy/service_image.py) on a real server (tests/deploy/postgres_server.py):
+per session, tests/service_image/service_image.py) on a real server (tests/support/postgres_server.py):
 a type registered through one is scored through the other within REFEREE_DB_REFRESH_S, and
 concurrent registrations of one name through both get consecutive versions."""
 
@@ -19,9 +19,12 @@ import httpx
 import pytest
 import yaml
 
-from tests.deploy.postgres_server import postgres_server
-from tests.deploy.service_image import REPO, Container, service_container, service_image
-from tests.deploy.test_postgres_store import _r1_math
+# The containers bring their own psycopg; this side talks to the server to set it up.
+pytest.importorskip("psycopg", reason="needs the `postgres` extra: pip install -e '.[postgres]'")
+
+from tests.registered.test_postgres_store import _r1_math
+from tests.service_image.service_image import REPO, Container, service_container, service_image
+from tests.support.postgres_server import postgres_server
 from tests.timing import within
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

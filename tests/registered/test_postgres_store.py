@@ -1,4 +1,4 @@
-"""The registered-types store in PostgreSQL against a real server (tests/deploy/postgres_server.py):
+"""The registered-types store in PostgreSQL against a real server (tests/support/postgres_server.py):
 the `VerifierStore` semantics of the SQLite store, concurrent registrations of one name from
 several processes (consecutive versions, never two `@3`), the quota across writers, and the
 bound within which another replica sees a new type."""
@@ -14,11 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
+pytest.importorskip("psycopg", reason="needs the `postgres` extra: pip install -e '.[postgres]'")
+
 from referee.registered.postgres import PostgresStore
 from referee.registered.store import QuotaExceeded, RegistryUnavailable
 from referee.service.background import BackgroundServer
 from referee.settings import Settings
-from tests.deploy.postgres_server import postgres_server
+from tests.support.postgres_server import postgres_server
 
 
 @pytest.fixture(scope="module")

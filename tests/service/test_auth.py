@@ -24,6 +24,13 @@ def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServe
         yield running
 
 
+@pytest.fixture(scope="module")
+def unlocked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+    db = Path(tmp_path_factory.mktemp("auth")) / "r.db"
+    with BackgroundServer(registered_settings(db)) as running:
+        yield running
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
@@ -60,9 +67,10 @@ def test_keys_gate_every_route_by_role(locked: BackgroundServer) -> None:
         assert http.get("/livez").status_code == 200 and http.get("/readyz").status_code == 200
 
 
-def test_open_mode_without_keys(http: httpx.Client) -> None:
-    assert http.post("/v1/score", json=SCORE).json()["score"] == 1.0
-    assert http.post("/v1/verifiers", json=r1_math("auth.open")).status_code == 201
+def test_open_mode_without_keys(unlocked: BackgroundServer) -> None:
+    with httpx.Client(base_url=unlocked.url, timeout=60) as http:
+        assert http.post("/v1/score", json=SCORE).json()["score"] == 1.0
+        assert http.post("/v1/verifiers", json=r1_math("auth.open")).status_code == 201
 
 
 def test_role_resolution_unit() -> None:

@@ -1,0 +1,28 @@
+"""Hugging Face fast tokenizers over single characters, built locally (no download): what the
+trainer tests (TRL, verl, OpenRLHF) tokenise with. Needs the `train` extra (tokenizers,
+transformers), imported when a tokenizer is made so that importing this module needs nothing."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+PRINTABLE = string.ascii_letters + string.digits + string.punctuation + " "
+PAD, EOS = "<|endoftext|>", "<|im_end|>"  # Qwen's, as verl's GSM8K recipes use
+
+
+def char_tokenizer(alphabet: str, pad: str = "<pad>", eos: str = "<eos>") -> Any:
+    """One token per character of `alphabet`, `pad` = 0 and `eos` = 1; decoded without spaces."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {pad: 0, eos: 1, **{ch: i + 2 for i, ch in enumerate(alphabet)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=pad))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()  # characters back without spaces
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=pad, eos_token=eos)
+
+
+def printable_tokenizer() -> Any:
+    """Printable ASCII with Qwen's PAD and EOS, the chat-model shape the trainers' recipes expect."""
+    return char_tokenizer(PRINTABLE, PAD, EOS)
