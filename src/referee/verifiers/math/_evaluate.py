@@ -162,6 +162,8 @@ class Evaluator:
             return self.value_of(node[1]) / den
         if tag == "%":
             return self.value_of(node[1]) / 100
+        if tag == "mod":
+            return self._remainder(node)
         if tag == "^":
             return self._power(node)
         if tag == "f":
@@ -194,6 +196,17 @@ class Evaluator:
                 raise Undefined(f"{tag} of numbers that are not integers")
             return ctx.mpf(exact.numerator)
         raise Undefined(f"{tag} has no numeric value")
+
+    def _remainder(self, node: Node) -> Any:
+        """`a \\mod b` of real numbers: a - b*floor(a/b), the sign of b's (as for whole numbers)."""
+        ctx = self.ctx
+        a, b = self.value_of(node[1]), self.value_of(node[2])
+        if b == 0 or ctx.im(a) != 0 or ctx.im(b) != 0:
+            raise Undefined("remainder by 0 or of a complex number")
+        a, b = ctx.re(a), ctx.re(b)
+        if ctx.mag(a) - ctx.mag(b) > 36:
+            return _opaque(node, ctx)
+        return a - b * ctx.floor(a / b)
 
     def _extremum(self, node: Node) -> Any:
         """`\\min` / `\\max` of real numbers (a complex argument has no order)."""

@@ -57,6 +57,11 @@ def exact_value(node: Node) -> Fraction | None:
         if tag == "%":
             v = exact_value(node[1])
             return None if v is None else v / 100
+        if tag == "mod":
+            a, b = exact_value(node[1]), exact_value(node[2])
+            if a is None or b is None or b == 0:
+                return None
+            return a - b * math.floor(a / b)
         if tag == "^":
             base, exp = exact_value(node[1]), exact_value(node[2])
             if base is None or exp is None or exp.denominator != 1:

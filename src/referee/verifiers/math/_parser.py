@@ -109,13 +109,13 @@ class Parser(TokenCursor):
         factors = [self._unary()]
         while True:
             tok = self._peek()
-            if tok.kind == "op" and tok.val in ("*", "/"):
+            if tok.kind == "op" and tok.val in ("*", "/", "mod"):
                 self.pos += 1
                 rhs = self._unary()
                 if tok.val == "*":
                     factors.append(rhs)
-                else:
-                    factors = [("/", mul_factors(factors), rhs)]
+                else:  # `a / b`, `a \mod b`: the left operand is the term so far
+                    factors = [(tok.val, mul_factors(factors), rhs)]
             elif self._starts_factor(tok):
                 factors.append(self._power())
             else:

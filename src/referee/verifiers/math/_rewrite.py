@@ -19,7 +19,7 @@ _LEAVES = frozenset({"n", "s", "c", "inf", "base"})
 # Operators whose operands are numbers: a one-item `\{…\}` there is a group, not a set.
 _ARITHMETIC = frozenset({
     "+", "*", "neg", "/", "^", "f", "log", "root", "!", "binom", "%", "pm", "mp", "upm", "deg", "sum",
-    "prod", "min", "max", "gcd", "lcm",
+    "prod", "min", "max", "gcd", "lcm", "mod",
 })  # fmt: skip
 
 

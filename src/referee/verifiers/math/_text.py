@@ -82,11 +82,14 @@ _MATH_DELIMS = re.compile(r"\\[()\[\]]|\$")
 # Explicit thousands separators: `1{,}000`, `1,\!000` (after `\!` removal it is a plain comma,
 # so handle it first while it is still unambiguous).
 _EXPLICIT_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,\\!)\s*(?=\d{3}(?!\d))")
-# `\\\\frac`, `\\\\left`: a backslash escaped once more (JSON or Python source) before a command.
+# `\\\\frac`, `\\\\left`: a backslash escaped once more (JSON or Python source) before a command;
+# never the row break `\\\\` before a command (`1 \\\\\\end{pmatrix}`).
 _ESCAPED_COMMAND = re.compile(
-    r"\\\\(?=(?:[dtc]?frac|sqrt|left|right|le|leq|ge|geq|neq|cdot|times|boxed|infty|text|"
-    r"mathrm|pm|circ|pi)(?![A-Za-z]))"
+    r"(?<!\\)\\\\(?=(?:[dtc]?frac|sqrt|left|right|le|leq|ge|geq|neq|cdot|times|boxed|infty|text|"
+    r"mathrm|pm|circ|pi|in|notin|cup|cap|setminus|begin|end|mathbb|ln|log|sin|cos|tan|exp)(?![A-Za-z]))"
 )
+# In a text whose commands are escaped once more, so is the row break: `\\\\` is `\\`.
+_ESCAPED_ROW_BREAK = "\\" * 4
 # `14 {, }916`: a braced comma, spaced, between digit groups.
 _BRACED_COMMA = re.compile(r"(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)")
 # A line break between two numbers separates them ("11\n5/6" is not the mixed number 11 5/6).
@@ -135,7 +138,14 @@ def _unwrap(text: str) -> str:
             if name is None:
                 out.append("}")
                 continue
-            if name in _TEXT_SET or name == "mathrm":
+            if name == "operatorname":
+                arg = "".join(out[at + 1 :]).strip()
+                if len(arg) > 1 and arg.isascii() and arg.isalpha():
+                    # An operator's name is a command (`\\operatorname{floor}` is `\\floor`):
+                    # the lexer knows it or refuses it, never drops it as a word.
+                    del out[at + 1 :]
+                    out.append("\\" + arg)
+            elif name in _TEXT_SET or name == "mathrm":
                 pieces = out[at + 1 :]
                 if sum(map(len, pieces)) <= 80:
                     arg = "".join(pieces)
@@ -206,7 +216,10 @@ def clean(answer: str) -> str:
     """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
     # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
     text = answer.replace("\x00", "").replace(WORD_MARK, "").replace(DEGREE_MARK, "")
+    escaped = _ESCAPED_COMMAND.search(text) is not None
     text = _ESCAPED_COMMAND.sub(lambda _: "\\", text)
+    if escaped:
+        text = text.replace(_ESCAPED_ROW_BREAK, "\\\\")
     text = text.replace("\\\\", "\x00")
     text = _LINE_BETWEEN_NUMBERS.sub(", ", text)
     text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
@@ -234,7 +247,8 @@ def clean(answer: str) -> str:
         text = _PLAIN_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
         text = _SPACE_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), text)
     text = text.replace("\x00", " \\\\ ").strip()
-    while text and text[-1] in ".;:,":
+    # A lone backslash at the very end (`185\\`, a cut escape) means nothing (policy rule 25).
+    while text and (text[-1] in ".;:," or (text[-1] == "\\" and text[-2:-1] != "\\")):
         text = text[:-1].rstrip()
     return text
 

@@ -44,6 +44,7 @@ FUNCTIONS = {
 FUNCTION_ALIASES = {
     "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
     "atanh": "arctanh", "arsinh": "arcsinh", "arcosh": "arccosh", "artanh": "arctanh",
+    "floor": "floor", "ceil": "ceil", "ceiling": "ceil",  # `\floor(a)` is `\lfloor a \rfloor`
 }  # fmt: skip
 # Functions of a list of arguments: `\max(a, b)`, `\min\{a, b, c\}`, `\gcd(12, 18)`. Spelled
 # without a backslash (`\operatorname{lcm}`, `\text{max}`) they are these functions only right
@@ -62,6 +63,7 @@ COMMANDS: dict[str, tuple[str, Any]] = {
     "binom": ("binom", None),
     "pi": ("const", "pi"),
     "imaginaryunit": ("const", "i"),
+    "exponentialE": ("const", "e"),
     "infty": ("inf", None),
     "emptyset": ("empty", None),
     "varnothing": ("empty", None),
@@ -69,6 +71,8 @@ COMMANDS: dict[str, tuple[str, Any]] = {
     "cdot": ("op", "*"),
     "ast": ("op", "*"),
     "div": ("op", "/"),
+    "mod": ("op", "mod"),  # `a \mod b`: the remainder a - b*floor(a/b), bound like `/`
+    "bmod": ("op", "mod"),
     "pm": ("op", "pm"),
     "mp": ("op", "mp"),
     "cup": ("op", "cup"),

@@ -17,7 +17,7 @@ from referee.verifiers.math._labels import is_function_head, is_label, is_ratio_
 from referee.verifiers.math._matrices import MatrixError, ShapeMismatch, is_matrix_expression, matrix_entries
 from referee.verifiers.math._numeric import Expr
 from referee.verifiers.math._sets import Part as Interval
-from referee.verifiers.math._sets import Undecided, canonical, difference, intersection
+from referee.verifiers.math._sets import Undecided, canonical, compare, difference, intersection
 from referee.verifiers.math._tree import STRUCT_TAGS, Node, contains_tag, free_symbols
 
 
@@ -317,7 +317,7 @@ def _matrix_value(node: Node) -> Value:
 def _set_operation(node: Node) -> Value:
     """`A \\cup B`, `A \\cap B`, `A \\setminus B` of intervals and finite sets of reals, in the
     canonical form of `_sets`; a union of finite sets stays a finite set."""
-    a, b = to_value(node[1]), to_value(node[2])
+    a, b = _set_operand(node[1]), _set_operand(node[2])
     if node[0] == "cup" and isinstance(a, SetV) and isinstance(b, SetV):
         return SetV(a.items + b.items)
     pa, pb = _as_parts(a), _as_parts(b)
@@ -325,12 +325,27 @@ def _set_operation(node: Node) -> Value:
         return Other(node)
     try:
         if node[0] == "cup":
-            return Intervals(tuple(canonical(pa + pb)))
-        if node[0] == "cap":
-            return Intervals(tuple(intersection(canonical(pa), canonical(pb))))
-        return Intervals(tuple(difference(pa, pb)))
+            parts = canonical(pa + pb)
+        elif node[0] == "cap":
+            parts = intersection(canonical(pa), canonical(pb))
+        else:
+            parts = difference(pa, pb)
+        if parts and all(p.lo_closed and p.hi_closed and compare(p.lo, p.hi) == 0 for p in parts):
+            return SetV(tuple(Scalar(p.lo) for p in parts))  # `\{1,2\} \cap \{2,3\}` is {2}
+        return Intervals(tuple(parts))
     except Undecided:
         return Other(node)
+
+
+def _set_operand(node: Node) -> Value:
+    """An operand of a set operation is a set: a LaTeX group `{1, 2}` there is the set {1, 2}
+    and a lone number `{0.5}` (its braces are gone by now) the set {0.5} (policy rule 41)."""
+    if node[0] == "list" and not node[1]:
+        return SetV(_flatten([to_value(item) for item in node[2]]))
+    value = to_value(node)
+    if isinstance(value, Scalar) and not value.pct:
+        return SetV((value,))
+    return value
 
 
 def _as_parts(value: Value) -> list[Interval] | None:

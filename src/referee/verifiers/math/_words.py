@@ -50,6 +50,9 @@ def marked_word(text: str, pos: int) -> tuple[Token, int]:
     word = " ".join(text[pos + 1 : end].lower().split())
     if word in MULTI_FUNCTIONS and _calls(text, word, pos, end + 1):
         return Token("multi", word), end + 1  # `\text{max}(3, 5)`
+    function = function_token(word)
+    if function is not None and text[end + 1 : end + 12].lstrip().startswith("("):
+        return function, end + 1  # `\mathrm{floor}(2.5)`: a function, not a unit to drop
     return (Token("conn", word) if word in ("or", "and") else Token("word", word)), end + 1
 
 
