@@ -22,28 +22,17 @@ from tests.data import DATA_DIR
 verifier = MathVerifier()
 
 # Rows the verifier still misses (all false negatives), by cause. A row leaving this list is
-# progress; a row joining it is a regression and fails `test_no_new_misses`.
-_CJK_CONCLUSION = "a concluding sentence ended by 。 or । (Chinese, Hindi)"
+# progress; a row joining it is a regression (`test_no_false_positive_no_policy_breach_no_new_miss`).
 KNOWN_MISSES: dict[str, str] = {
-    "lv_003": "an adverb before the stated choice ('the answer is for sure D')",
-    "lv_004": "'The answer: D' inside a line",
+    "lv_004": "a denial 'it doesn't make sense for it to be A or B' after the stated choice",
     "lv_012": "a French answer statement ('réponse est C')",
-    "lv_016": _CJK_CONCLUSION,
-    "lv_017": _CJK_CONCLUSION,
-    "lv_018": _CJK_CONCLUSION,
-    "lv_019": _CJK_CONCLUSION,
-    "lv_020": _CJK_CONCLUSION,
-    "lv_021": _CJK_CONCLUSION,
     "lv_027": "a French answer statement whose value is not its last number",
-    "lv_029": _CJK_CONCLUSION,
-    "lv_031": _CJK_CONCLUSION,
-    "lv_035": _CJK_CONCLUSION,
     "mario_031": "a time of day with seconds (20:34 vs 20:34:00)",
     "mario_032": "a time of day in 12-hour form (08:34 P.M.)",
     "mario_049": "a bracketed pair against a column-vector gold",
     "l2s_033": "solution tuples separated by ';' without names (1,2;3,4;5,6)",
 }
-FLOOR = 0.915  # measured 184/201 after the notation fixes
+FLOOR = 0.965  # measured 194/201 after the notation and concluding-sentence fixes
 
 
 @cache
@@ -152,6 +141,32 @@ FIXES = [
     ("185", "Answer: 185\\", 1),
     ("186", "Answer: 185\\", 0),
     ("185\\", "\\boxed{185}", 1),
+    # a concluding sentence ended by a full stop of another script (。, ।) states its value; a
+    # word glued to the number is its unit; a word that negates, hedges or asks states nothing
+    ("13", "所以一共有3 + 10 = 13只鸟和鹳鸟。", 1),
+    ("858", "因此，弗兰克一共有**858颗**糖果。", 1),
+    ("67", "इसलिए, दुकान में अब 67 कमीजें हैं।", 1),
+    ("\\frac{2}{5}", "答案：每份应该是 (\\frac{2}{5}) 吨。", 1),
+    ("10", "所以一共有3 + 10 = 13只鸟和鹳鸟。", 0),
+    ("13", "所以一共有3 + 10 = 13只鸟和鹳鸟", 0),
+    ("13", "所以答案不是13。", 0),
+    ("13", "答案可能是13。", 0),
+    ("13", "答案是13吗？", 0),
+    ("13", "所以答案是12或13。", 0),
+    ("13", "所以答案是12、13。", 0),
+    ("67", "इसलिए, दुकान में अब 67 कमीजें नहीं हैं।", 0),
+    ("5", "答案：每份应该是 (\\frac{2}{5}) 吨。", 0),
+    ("13", "\\boxed{13不是}", 0),
+    # a LaTeX fraction in prose is one value, never its denominator
+    ("\\frac{2}{5}", "So each share is \\frac{2}{5} of a ton.", 1),
+    ("5", "So each share is \\frac{2}{5} of a ton.", 0),
+    # an adverb that affirms the stated value is not part of it
+    ("D", "The answer is for sure D.", 1),
+    ("5", "The answer is definitely 5.", 1),
+    ("D", "The answer is for sure D, it can't be A or B", 1),
+    ("A", "The answer is for sure D, it can't be A or B", 0),
+    ("5", "The answer is definitely not 5.", 0),
+    ("5", "The answer is for sure 6.", 0),
     # `\exponentialE` is e
     ("e^{3}", "\\boxed{\\exponentialE^{3}}", 1),
     ("3e", "\\boxed{\\exponentialE \\times 3}", 1),

@@ -27,6 +27,7 @@ from referee.verifiers.denial import (
     split_denial,
     withdrawn,
 )
+from referee.verifiers.math._text import OTHER_SCRIPT_DOUBT
 
 # Words that take back what came before: a box before them is retracted.
 _RETRACT = re.compile(
@@ -60,6 +61,10 @@ _INLINE_END = re.compile(r"(?s)(?:\$(?P<a>(?:\\\$|[^$]){1,2000}?)\$|\\\((?P<b>.{
 _STATES_BEFORE = re.compile(r"(?i)(?:[:：]|\b(?:answer|is|are|equals))\s*$")
 # "... points. Final Answer: The maximum ... is 19.": a final-answer label inside a line.
 _FINAL_LABEL = re.compile(r"(?i)\bfinal answer\s*[:：]")
+# "The answer is for sure D": an adverb that affirms the value is not part of it.
+_AFFIRMING = re.compile(
+    r"(?i)^(?:(?:for sure|definitely|certainly|surely|clearly|obviously|undoubtedly|indeed)\b[\s,]*)+"
+)
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 # A number in prose, with a plain fraction ("2/3", not its denominator) or a mixed number ("3 1/2").
 _NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?")
@@ -71,8 +76,17 @@ _CHOICE = re.compile(
 _COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
 _PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 # A formula followed by "So, ..." starts a new sentence even without a full stop between.
-_SENTENCE_BREAK = re.compile(r"(?<!\\)[.!?]\s+|\n\s*|(?<=\$)[ \t]+(?=(?:So|Thus|Therefore|Hence|Finally)\b)")
-_LIST_GAP = re.compile(r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$")
+_SENTENCE_BREAK = re.compile(
+    r"(?<!\\)[.!?]\s+|[。！？।]\s*|\n\s*|(?<=\$)[ \t]+(?=(?:So|Thus|Therefore|Hence|Finally)\b)"
+)
+# Full stops of other scripts: "…一共有13只鸟。", "…67 कमीजें हैं।" conclude as "." does.
+_FULL_STOPS = (".", "!", "。", "！", "।")
+# Between two values of one list: a comma or "or"/"and", also in Chinese ("5或6", "5、6").
+_LIST_GAP = re.compile(
+    r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+|[，、]\s*|(?:或者?|还是|和|与|及)\s*)$"
+)
+# A LaTeX fraction in prose outside `$...$` ("每份应该是 (\frac{2}{5}) 吨。"): one value.
+_PROSE_FRACTION = re.compile(r"\\[dt]?frac\{[^{}$]{1,50}\}\{[^{}$]{1,50}\}")
 # Chat-template tokens: what follows one is not the response ("<|im_start|>user ...").
 _CHAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,20}\|>|</s>|<s>|<(?:end|start)_of_turn>|\[/?INST\]")
 # Courtesy sentences after the final statement.
@@ -216,7 +230,7 @@ def read_statement(text: str) -> tuple[str | None, list[str]]:
             break
     # "16, which is not 15" was split above; "The largest $n$ is not 34" is split after the link.
     text, denied_after_link = split_denial(_after_link(text))
-    text = text.strip().rstrip(".").strip().rstrip(" ,;(")
+    text = _AFFIRMING.sub("", text.strip()).rstrip(".").strip().rstrip(" ,;(")
     return (text or None), denied + denied_after_link
 
 
@@ -273,13 +287,14 @@ def _concluding(part: str) -> Extracted:
         cleaned = clean_statement(tail[labels[-1].end() : labels[-1].end() + MAX_STATEMENT])
         if cleaned:
             return Extracted([cleaned], "statement")
-    if not tail.endswith((".", "!")):
+    if not tail.endswith(_FULL_STOPS):
         return _none("no final answer: the response does not conclude (cut off or no statement)")
     breaks = list(_SENTENCE_BREAK.finditer(tail, 0, len(tail) - 1))
     sentence = tail[breaks[-1].end() :] if breaks else tail
-    if _NOT_A_CONCLUSION.search(sentence):
+    if _NOT_A_CONCLUSION.search(sentence) or OTHER_SCRIPT_DOUBT.search(sentence):
         return _none("no final answer: the last sentence does not state a result")
     candidates: list[tuple[int, int, str]] = _math_spans(sentence)
+    candidates += [(m.start(), m.end(), m.group(0)) for m in _PROSE_FRACTION.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
     candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
     candidates += [

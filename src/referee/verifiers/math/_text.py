@@ -99,6 +99,12 @@ _PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:percentage|percent|pct)(?![A-Za-z])
 # `W(x)=1orW(x)=-1`: "or"/"and" glued between two equations of the same label (policy rule 31).
 _GLUED_CONNECTOR = re.compile(r"(?<![A-Za-z\\])(or|and)(?=[A-Za-z])")
 _LABEL_HEAD = re.compile(r"\s*([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?(?:\([A-Za-z0-9]{1,3}\))?)\s*=")
+# Chinese and Hindi words that negate, hedge or ask ("不是 5", "可能是 5", "5 吗", "शायद 5"):
+# a concluding sentence with one states no result (the English ones are `denial`'s).
+OTHER_SCRIPT_DOUBT = re.compile(r"不是|不等于|并非|不会是|不可能|可能|也许|或许|大概|吗|？|नहीं|शायद")
+# Chinese or Devanagari words glued to a number are its unit ("858颗", "3页", "67 कमीजें"),
+# as glued English words are (policy rule 22); a word that doubts the number is not.
+_SCRIPT_UNIT = re.compile(r"(?<=[\d}])[ \t]*([\u3400-\u9fff\u0900-\u0963\u0966-\u097f]+)")
 _PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
 
@@ -212,6 +218,11 @@ def _split_glued_connectors(text: str) -> str:
     return "".join(out)
 
 
+def _script_unit(match: re.Match[str]) -> str:
+    word = match.group(1)
+    return match.group(0) if OTHER_SCRIPT_DOUBT.search(word) else f" {WORD_MARK}{word}{WORD_MARK} "
+
+
 def clean(answer: str) -> str:
     """Normalise the spelling of one extracted answer (no semantics beyond the policy)."""
     # A matrix row break `\\` must survive the removal of `\ ` and `\[`: park it first.
@@ -228,6 +239,7 @@ def clean(answer: str) -> str:
     text = _BRACED_COMMA.sub("{,}", text)
     text = _EXPLICIT_THOUSANDS.sub("", text)
     text = _PERCENT_WORD.sub("%", text)
+    text = _SCRIPT_UNIT.sub(_script_unit, text)
     text = text.replace("{,}", ",").replace("{:}", ":")
     text = _SIZING.sub("", text)
     text = _QUAD.sub(",", text)
