@@ -221,7 +221,10 @@ def values_equal(gold: Value, got: Value, policy: EqualityRules) -> str | None:
             ):
                 return "matrix"
             return None
-        g_seq, r_seq = _as_sequence(gold), _as_sequence(got)
+        # `[0.5, 1]` against a vector gold is the pair, not the interval (policy rule 48); a
+        # gold `[0.5, 1]` may be an interval, which no vector equals
+        g_seq = _as_sequence(gold)
+        r_seq = _as_sequence(got) or (_bracketed(got) if isinstance(gold, Matrix) else None)
         if g_seq is None or r_seq is None:
             return None
         return "matrix" if _sequences_equal(g_seq, r_seq, policy) else None
@@ -243,6 +246,10 @@ def _list_as_tuple(gold: Value, got: SetV, policy: EqualityRules) -> str | None:
     if ordered is None or any(_infinite(item) for item in ordered):
         return None
     return "tuple" if _sequences_equal(ordered, got.items, policy) else None
+
+
+def _bracketed(value: Value) -> tuple[Value, ...] | None:
+    return value.bracketed if isinstance(value, Intervals) else None
 
 
 def _infinite(value: Value) -> bool:

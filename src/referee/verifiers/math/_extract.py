@@ -66,8 +66,11 @@ _AFFIRMING = re.compile(
     r"(?i)^(?:(?:for sure|definitely|certainly|surely|clearly|obviously|undoubtedly|indeed)\b[\s,]*)+"
 )
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-# A number in prose, with a plain fraction ("2/3", not its denominator) or a mixed number ("3 1/2").
-_NUMBER = re.compile(r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?")
+# A number in prose, with a plain fraction ("2/3", not its denominator), a mixed number
+# ("3 1/2") or a ratio or time ("3:5", "8:34", never its last term).
+_NUMBER = re.compile(
+    r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:(?::\d+(?:\.\d+)?)+|[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?"
+)
 _CHOICE = re.compile(
     r"\b(?:choice|option|answer)\s+(?:is\s+|must be\s+|would be\s+)?(?:(?:option|choice)\s+)?\(?([A-J])\)?(?![A-Za-z])"
     r"|\b(?:[Ii]t|[Tt]his|[Tt]hat)(?:'s|\s+is|\s+must be)\s+\(?([A-J])\)?(?![A-Za-z])"

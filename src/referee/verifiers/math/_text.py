@@ -105,6 +105,13 @@ OTHER_SCRIPT_DOUBT = re.compile(r"不是|不等于|并非|不会是|不可能|�
 # Chinese or Devanagari words glued to a number are its unit ("858颗", "3页", "67 कमीजें"),
 # as glued English words are (policy rule 22); a word that doubts the number is not.
 _SCRIPT_UNIT = re.compile(r"(?<=[\d}])[ \t]*([\u3400-\u9fff\u0900-\u0963\u0966-\u097f]+)")
+# Times of day (policy rule 48): `20:34:00` is 20:34, and `08:34 P.M.` (also `\\text{P.M.}`,
+# `pm`) is 20:34; seconds other than :00 stay, so `20:34:30` is not 20:34.
+_CLOCK_SECONDS = re.compile(r"(?<![\d:.])(\d{1,2}:[0-5]\d):00(?![\d:.])")
+_CLOCK_12H = re.compile(
+    r"(?<![\d:.])(?P<h>\d{1,2}):(?P<m>[0-5]\d)\s*(?P<w>\\(?:text|mathrm|textrm)\s*\{\s*)?"
+    r"(?P<half>[AaPp])\.?\s*[Mm]\.?(?(w)\s*\})(?![A-Za-z])"
+)
 _PLAIN_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d])")
 _SPACE_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?: \d{3})+(?![\d.])")
 
@@ -218,6 +225,14 @@ def _split_glued_connectors(text: str) -> str:
     return "".join(out)
 
 
+def _clock_24h(match: re.Match[str]) -> str:
+    hour = int(match.group("h"))
+    if not 1 <= hour <= 12:
+        return match.group(0)
+    hour = hour % 12 + (12 if match.group("half") in "Pp" else 0)
+    return f"{hour}:{match.group('m')}"
+
+
 def _script_unit(match: re.Match[str]) -> str:
     word = match.group(1)
     return match.group(0) if OTHER_SCRIPT_DOUBT.search(word) else f" {WORD_MARK}{word}{WORD_MARK} "
@@ -232,6 +247,7 @@ def clean(answer: str) -> str:
     if escaped:
         text = text.replace(_ESCAPED_ROW_BREAK, "\\\\")
     text = text.replace("\\\\", "\x00")
+    text = _CLOCK_SECONDS.sub(r"\1", _CLOCK_12H.sub(_clock_24h, text))
     text = _LINE_BETWEEN_NUMBERS.sub(", ", text)
     text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
     text = _COLOR_RE.sub("", text)

@@ -57,6 +57,8 @@ class SetV(Value):
 @dataclass(slots=True)
 class Intervals(Value):
     parts: tuple[Interval, ...]
+    # `[a, b]` as written: against a vector gold it is the pair (a, b) (policy rule 48)
+    bracketed: tuple[Value, Value] | None = None
 
 
 @dataclass(slots=True)
@@ -287,7 +289,9 @@ def to_value(node: Node) -> Value:
         items = tuple(to_value(item) for item in node[1])
         return Seq(items, "pair" if len(items) == 2 else "tuple")
     if tag == "interval":
-        return Intervals((Interval(Expr(node[1]), Expr(node[2]), node[3], node[4]),))
+        closed = node[3] and node[4]
+        pair = (to_value(node[1]), to_value(node[2])) if closed else None
+        return Intervals((Interval(Expr(node[1]), Expr(node[2]), node[3], node[4]),), pair)
     if tag in ("cup", "cap", "setminus"):
         return _set_operation(node)
     if tag == "matrix":
