@@ -8,6 +8,7 @@ parsing (`_bars`), and what depends on a node's context after it (`_rewrite`, `_
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 from referee.verifiers.math._bars import BarError, pair_bars
@@ -61,18 +62,19 @@ class Parser(TokenCursor):
     def _list(self) -> tuple[list[Node], set[str]]:
         items: list[Node] = []
         conns: set[str] = set()
+        groups = [0]  # where each `;`-separated group of items starts
         while True:
             tok = self._peek()
             if tok.kind in (",", ";", "conn"):
                 self.pos += 1
                 if tok.kind == "conn":
                     conns.add(tok.val)
+                elif tok.kind == ";" and items and groups[-1] != len(items):
+                    groups.append(len(items))
                 continue
-            if tok.kind in _CLOSERS:
-                return items, conns
+            if tok.kind in _CLOSERS or (items and self.toks[self.pos - 1].kind not in (",", ";", "conn")):
+                return _tuples_of_groups(items, groups), conns
             items.append(self._relation())
-            if self._peek().kind not in (",", ";", "conn"):
-                return items, conns
 
     def _relation(self) -> Node:
         if self._is("rel", "=") or self._is("rel", "approx"):  # "= 5", "\\approx 3.14"
@@ -397,6 +399,18 @@ class Parser(TokenCursor):
         lo = self._sum()
         self._expect("}")
         return str(tok.val), lo
+
+
+def _tuples_of_groups(items: list[Node], groups: list[int]) -> list[Node]:
+    """`1,2;3,4;5,6`: groups of plain values of one size >= 2 are tuples, the solutions of a
+    system (policy rule 50); groups of assignments (`p=5,q=2;p=7,q=2`) are `_values`' rule 15."""
+    if len(groups) < 2:
+        return items
+    bounds = [*groups, len(items)]
+    sizes = {b - a for a, b in itertools.pairwise(bounds)}
+    if len(sizes) != 1 or min(sizes) < 2 or any(item[0] == "rel" for item in items):
+        return items
+    return [("tuple", tuple(items[a:b])) for a, b in itertools.pairwise(bounds)]
 
 
 def _whole_literal(node: Node) -> bool:
