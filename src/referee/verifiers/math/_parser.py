@@ -8,7 +8,6 @@ parsing (`_bars`), and what depends on a node's context after it (`_rewrite`, `_
 
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 
 from referee.verifiers.math._bars import BarError, pair_bars
@@ -24,6 +23,7 @@ from referee.verifiers.math._tree import (
     free_symbols,
     mul_factors,
     tree_depth,
+    tuples_of_groups,
 )
 
 __all__ = ["ParseError", "Parser", "parse_tokens"]
@@ -73,7 +73,7 @@ class Parser(TokenCursor):
                     groups.append(len(items))
                 continue
             if tok.kind in _CLOSERS or (items and self.toks[self.pos - 1].kind not in (",", ";", "conn")):
-                return _tuples_of_groups(items, groups), conns
+                return tuples_of_groups(items, groups), conns
             items.append(self._relation())
 
     def _relation(self) -> Node:
@@ -399,18 +399,6 @@ class Parser(TokenCursor):
         lo = self._sum()
         self._expect("}")
         return str(tok.val), lo
-
-
-def _tuples_of_groups(items: list[Node], groups: list[int]) -> list[Node]:
-    """`1,2;3,4;5,6`: groups of plain values of one size >= 2 are tuples, the solutions of a
-    system (policy rule 50); groups of assignments (`p=5,q=2;p=7,q=2`) are `_values`' rule 15."""
-    if len(groups) < 2:
-        return items
-    bounds = [*groups, len(items)]
-    sizes = {b - a for a, b in itertools.pairwise(bounds)}
-    if len(sizes) != 1 or min(sizes) < 2 or any(item[0] == "rel" for item in items):
-        return items
-    return [("tuple", tuple(items[a:b])) for a, b in itertools.pairwise(bounds)]
 
 
 def _whole_literal(node: Node) -> bool:

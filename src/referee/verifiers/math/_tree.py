@@ -19,6 +19,7 @@ Bound operators (`_bigops`)
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 Node = tuple[Any, ...]
@@ -128,3 +129,15 @@ def bracket_node(opener: str, closer: str, items: list[Node], conns: set[str]) -
         if count >= 3 and opener + closer in ("()", "[]"):
             return ("tuple", tuple(items))
     return None
+
+
+def tuples_of_groups(items: list[Node], groups: list[int]) -> list[Node]:
+    """`1,2;3,4;5,6`: groups of plain values of one size >= 2 are tuples, the solutions of a
+    system (policy rule 50); groups of assignments (`p=5,q=2;p=7,q=2`) are `_values`' rule 15."""
+    if len(groups) < 2:
+        return items
+    bounds = [*groups, len(items)]
+    sizes = {b - a for a, b in itertools.pairwise(bounds)}
+    if len(sizes) != 1 or min(sizes) < 2 or any(item[0] == "rel" for item in items):
+        return items
+    return [("tuple", tuple(items[a:b])) for a, b in itertools.pairwise(bounds)]
