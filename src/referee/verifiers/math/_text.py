@@ -67,7 +67,7 @@ _UNICODE = {
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
 _SIZING = re.compile(
-    r"\\(?:left|right|middle|[bB]igg?[lrm]?)(?![A-Za-z])\s*(?:\.(?![0-9]))?"
+    r"\\(?:left|right|middle|mleft|mright|[bB]igg?[lrm]?)(?![A-Za-z])\s*(?:\.(?![0-9]))?"
     r"|\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![A-Za-z])"
 )
 _SPACING = re.compile(r"\\[,;:! ]|\\(?:thinspace|enspace|medspace|thickspace)(?![A-Za-z])|~")
@@ -78,6 +78,8 @@ _DEGREES = re.compile(
 )
 _FRAC_VARIANTS = re.compile(r"\\[dtc]frac(?![A-Za-z])")
 _BINOM_VARIANTS = re.compile(r"\\[dt]binom(?![A-Za-z])")
+# `{16 \\choose 2}`, TeX's spelling of `\\binom{16}{2}` (a group with no braces inside).
+_CHOOSE = re.compile(r"\{([^{}]{1,100}?)\\choose(?![A-Za-z])([^{}]{1,100})\}")
 _MATH_DELIMS = re.compile(r"\\[()\[\]]|\$")
 # Explicit thousands separators: `1{,}000`, `1,\!000` (after `\!` removal it is a plain comma,
 # so handle it first while it is still unambiguous).
@@ -265,6 +267,7 @@ def clean(answer: str) -> str:
     text = _DEGREES.sub(DEGREE_MARK, text)
     text = _FRAC_VARIANTS.sub(r"\\frac", text)
     text = _BINOM_VARIANTS.sub(r"\\binom", text)
+    text = _CHOOSE.sub(r"\\binom{\1}{\2}", text)
     text = text.replace("\\%", "%").replace("\\$", " ")
     text = _MATH_DELIMS.sub(" ", text)
     text = _split_glued_connectors(text)

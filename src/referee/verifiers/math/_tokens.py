@@ -101,6 +101,12 @@ COMMANDS: dict[str, tuple[str, Any]] = {
     "rceil": ("rceil", None),
     "langle": ("(", None),
     "rangle": (")", None),
+    "lgroup": ("(", None),
+    "rgroup": (")", None),
+    "lbrack": ("[", None),
+    "rbrack": ("]", None),
+    "llcorner": ("lfloor", None),  # `\llcorner x \lrcorner`: the floor, as latex2sympy reads it
+    "lrcorner": ("rfloor", None),
     "lbrace": ("lset", None),
     "rbrace": ("rset", None),
     "overline": ("overline", None),  # of a number: its complex conjugate
