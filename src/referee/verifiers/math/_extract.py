@@ -84,9 +84,16 @@ _SENTENCE_BREAK = re.compile(
 )
 # Full stops of other scripts: "…一共有13只鸟。", "…67 कमीजें हैं।" conclude as "." does.
 _FULL_STOPS = (".", "!", "。", "！", "।")
-# Between two values of one list: a comma or "or"/"and", also in Chinese ("5或6", "5、6").
+# Between two values of one list: a comma or "or"/"and", also in Chinese or Hindi, where the
+# first value's unit may come before the connector ("5个或6个", "5到6个", "5 कमीजें या 6").
 _LIST_GAP = re.compile(
-    r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+|[，、]\s*|(?:或者?|还是|和|与|及)\s*)$"
+    r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$"
+    r"|^[\s\u3400-\u9fff\u0900-\u097f]*?(?:[，、,]\s*(?:或者?|或是|还是)?|或者?|或是|还是|和|与|及|到|至|या|अथवा|और)\s*$"
+)
+# A value right after a bound is not stated ("x is more than 6", "at least $6$"; rule 52).
+_BOUND_BEFORE = re.compile(
+    r"(?i)\b(?:(?:no\s+)?(?:less|more|fewer|greater|smaller|larger|higher|lower)\s+than|"
+    r"at\s+(?:least|most)|up\s+to|below|above|under|over|nearly|almost|exceed(?:s|ing)?)[\s$(]*$"
 )
 # A LaTeX fraction in prose outside `$...$` ("每份应该是 (\frac{2}{5}) 吨。"): one value.
 _PROSE_FRACTION = re.compile(r"\\[dt]?frac\{[^{}$]{1,50}\}\{[^{}$]{1,50}\}")
@@ -313,7 +320,11 @@ def _concluding(part: str) -> Extracted:
     for k in range(len(candidates) - 1, 0, -1):
         no[k - 1] = no[k - 1] or (no[k] and listed[k - 1])
     denied = [c[2] for c, n in zip(candidates, no, strict=True) if n]
-    candidates = [c for c, n in zip(candidates, no, strict=True) if not n]
+    candidates = [
+        c
+        for c, n in zip(candidates, no, strict=True)
+        if not n and not _BOUND_BEFORE.search(sentence, max(0, c[0] - 40), c[0])
+    ]
     if not candidates:
         return _none(DENIED if denied else "no final answer found")
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))

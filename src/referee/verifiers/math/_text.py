@@ -102,8 +102,13 @@ _PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:percentage|percent|pct)(?![A-Za-z])
 _GLUED_CONNECTOR = re.compile(r"(?<![A-Za-z\\])(or|and)(?=[A-Za-z])")
 _LABEL_HEAD = re.compile(r"\s*([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?(?:\([A-Za-z0-9]{1,3}\))?)\s*=")
 # Chinese and Hindi words that negate, hedge or ask ("不是 5", "可能是 5", "5 吗", "शायद 5"):
-# a concluding sentence with one states no result (the English ones are `denial`'s).
-OTHER_SCRIPT_DOUBT = re.compile(r"不是|不等于|并非|不会是|不可能|可能|也许|或许|大概|吗|？|नहीं|शायद")
+# a concluding sentence with one states no result (the English ones are `denial`'s and
+# `_extract._BOUND_BEFORE`'s).
+# A bound is no value either ("小于6", "至少6个", "超过6个", "6 से कम"; policy rule 52).
+OTHER_SCRIPT_DOUBT = re.compile(
+    r"不是|不等于|并非|不会是|不可能|可能|也许|或许|大概|吗|？|नहीं|शायद"
+    r"|小于|大于|少于|多于|低于|高于|至少|至多|最多|最少|超过|不到|以上|以下|से कम|से अधिक|से ज्यादा"
+)
 # Chinese or Devanagari words glued to a number are its unit ("858颗", "3页", "67 कमीजें"),
 # as glued English words are (policy rule 22); a word that doubts the number is not.
 _SCRIPT_UNIT = re.compile(r"(?<=[\d}])[ \t]*([\u3400-\u9fff\u0900-\u0963\u0966-\u097f]+)")

@@ -77,6 +77,8 @@ _DENYING_WORDS = frozenset(
         "cannot", "can't", "wrong", "incorrect", "false", "untrue", "mistake", "error", "maybe",
         "perhaps", "possibly", "probably", "might", "guess", "unsure", "uncertain", "impossible",
         "except", "excluding", "unless",
+        # a bound is not the value (rule 52): "less than 6", "at least 6", "up to 6", "below 6"
+        "than", "least", "most", "below", "above", "under", "exceeds", "exceeding", "nearly", "almost",
     }
 )  # fmt: skip
 
