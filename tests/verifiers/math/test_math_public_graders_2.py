@@ -90,6 +90,10 @@ FIXES = [
     ("-2", "\\boxed{\\operatorname{sgn}(-2)}", 0),
     ("3", "\\boxed{\\operatorname{foo}(3)}", 0),
     ("3+4i", "\\boxed{\\operatorname{Re}(3+4i)}", 0),
+    ("3", "\\boxed{\\mathrm{foo}(3)}", 0),
+    ("-2", "\\boxed{\\mathrm{sgn}(-2)}", 0),
+    ("2", "\\boxed{\\mathrm{max}(1,2)}", 1),
+    ("5", "\\boxed{5 \\mathrm{cm}}", 1),
     ("12", "\\boxed{\\operatorname{lcm}(4, 6)}", 1),
     ("\\sinh^{-1}(2)", "\\boxed{\\operatorname{arcsinh}(2)}", 1),
     # `a \mod b` is the remainder a - b*floor(a/b), bound like `/`

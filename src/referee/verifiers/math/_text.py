@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from referee.verifiers.math._tokens import UNITS
+
 # Commands whose braced argument is kept and the command dropped.
 # Text-mode wrappers: a purely alphabetic argument is prose or a unit ("\\text{ cm}",
 # "\\text{Monday}", "\\text{ or }"), never a product of one-letter symbols.
@@ -158,8 +160,10 @@ def _unwrap(text: str) -> str:
             if name is None:
                 out.append("}")
                 continue
-            if name == "operatorname":
-                arg = "".join(out[at + 1 :]).strip()
+            arg = "".join(out[at + 1 :]).strip()
+            # `\\mathrm{sgn}(x)`: a roman name right before its bracket is an operator too
+            applied = name == "mathrm" and arg.lower() not in UNITS and text[pos:].lstrip().startswith("(")
+            if name == "operatorname" or applied:
                 if len(arg) > 1 and arg.isascii() and arg.isalpha():
                     # An operator's name is a command (`\\operatorname{floor}` is `\\floor`):
                     # the lexer knows it or refuses it, never drops it as a word.
