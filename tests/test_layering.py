@@ -7,19 +7,25 @@ anything. Across packages, only names in the target package's `__init__.__all__`
 
 The scan reads import statements with `ast` (including imports inside functions and under
 `TYPE_CHECKING`: a lazy import is still a dependency), so nothing is imported to check it.
+`ALLOWED` is also the package table of docs/architecture.md: a test parses the table and
+compares it with `ALLOWED` and with the packages under src/referee/, so neither the rule nor
+its documentation can leave a package out.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 ROOT = SRC / "referee"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 NEUTRAL = {"models", "advantages", "grouping", "errors", "settings", "logs", "turns"}
 COMPOSITION_ROOT = {"cli", "__main__", "__init__"}
@@ -112,6 +118,41 @@ def test_every_package_and_module_is_classified() -> None:
     units = {unit_of(p) for p in ROOT.rglob("*.py")}
     unknown = units - NEUTRAL - PACKAGES - COMPOSITION_ROOT
     assert not unknown, f"add these to the layering rule: {sorted(unknown)}"
+
+
+def documented_rule(markdown: str) -> dict[str, set[str]]:
+    """The `| package | may import |` table: package -> what it may import (`nothing` is empty)."""
+    lines = iter(markdown.splitlines())
+    for line in lines:
+        if re.fullmatch(r"\|\s*package\s*\|\s*may import\s*\|", line.strip()):
+            break
+    else:
+        raise AssertionError("no `| package | may import |` table")
+    next(lines)  # |---|---|
+    rule: dict[str, set[str]] = {}
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        package, imports = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        names = set() if imports == "nothing" else {name.strip() for name in imports.split(",")}
+        rule[package.strip("`")] = {name.strip("`") for name in names}
+    return rule
+
+
+def test_the_documented_table_is_the_rule_and_lists_every_package() -> None:
+    documented = documented_rule(ARCHITECTURE.read_text(encoding="utf-8"))
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} - NEUTRAL
+    assert set(documented) == packages, (
+        f"docs/architecture.md's table vs src/referee: {sorted(set(documented) ^ packages)}"
+    )
+    assert documented == ALLOWED, "docs/architecture.md's table differs from ALLOWED"
+
+
+def test_the_table_parser_reads_what_it_should() -> None:
+    table = "text\n\n| package | may import |\n|---|---|\n| `a` | nothing |\n| `b` | `a`, `c` |\n\nmore"
+    assert documented_rule(table) == {"a": set(), "b": {"a", "c"}}
+    with pytest.raises(AssertionError, match=r"no `\| package"):
+        documented_rule("| module | may import |\n|---|---|\n| `a` | nothing |")
 
 
 def test_dependencies_point_one_way() -> None:
