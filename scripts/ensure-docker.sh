@@ -9,9 +9,9 @@ set -euo pipefail
 missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-# The registry's PostgreSQL store is tested against a real server (tests/deploy/postgres_server.py).
+# The registry's PostgreSQL store is tested against a real server (tests/support/postgres_server.py).
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
-# docker-compose.yml is checked (and its shared profile run) by tests/deploy.
+# docker-compose.yml is checked (and its shared profile run) by tests/service_image.
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-docker: installing ${missing[*]}" >&2
