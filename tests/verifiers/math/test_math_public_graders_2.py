@@ -220,7 +220,11 @@ FIXES = [
     ("6", "\\boxed{\\text{less than } 6}", 0),
     ("6", "答案小于6。", 0),
     ("6", "所以至少有6个。", 0),
-    ("5", "So x is 5, which is less than 6.", 1),
+    ("5", "So x is 5, which is less than 6.", 0),  # conservative: a bound ends the sentence
+    ("2", "The probability is 2 over 3.", 0),
+    ("12", "So she has 12 apples, more than Tom.", 1),
+    ("5", "\\boxed{5不对}", 0),
+    ("5", "所以答案5是错的。", 0),
     ("6", "The answer is 6.", 1),
     ("x<6", "The answer is $x < 6$.", 1),
     # `\exponentialE` is e

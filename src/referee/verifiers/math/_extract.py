@@ -91,6 +91,7 @@ _LIST_GAP = re.compile(
     r"|^[\s\u3400-\u9fff\u0900-\u097f]*?(?:[，、,]\s*(?:或者?|或是|还是)?|或者?|或是|还是|和|与|及|到|至|या|अथवा|और)\s*$"
 )
 # A value right after a bound is not stated ("x is more than 6", "at least $6$"; rule 52).
+# The bound's value is no answer either way, nor "2 over 3" (a fraction spoken, not 2).
 _BOUND_BEFORE = re.compile(
     r"(?i)\b(?:(?:no\s+)?(?:less|more|fewer|greater|smaller|larger|higher|lower)\s+than|"
     r"at\s+(?:least|most)|up\s+to|below|above|under|over|nearly|almost|exceed(?:s|ing)?)[\s$(]*$"
@@ -303,10 +304,16 @@ def _concluding(part: str) -> Extracted:
     sentence = tail[breaks[-1].end() :] if breaks else tail
     if _NOT_A_CONCLUSION.search(sentence) or OTHER_SCRIPT_DOUBT.search(sentence):
         return _none("no final answer: the last sentence does not state a result")
-    candidates: list[tuple[int, int, str]] = _math_spans(sentence)
-    candidates += [(m.start(), m.end(), m.group(0)) for m in _PROSE_FRACTION.finditer(sentence)]
+    spans = _math_spans(sentence)
+    candidates: list[tuple[int, int, str]] = list(spans)
+    # a number or fraction inside `$...$` is part of that formula ("not $10^{9}$" denies 10^9, not 10)
+    prose = itertools.chain(_PROSE_FRACTION.finditer(sentence), _NUMBER.finditer(sentence))
+    candidates += [
+        (m.start(), m.end(), m.group(0))
+        for m in prose
+        if not any(a <= m.start() and m.end() <= b for a, b, _ in spans)
+    ]
     candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
-    candidates += [(m.start(), m.end(), m.group(0)) for m in _NUMBER.finditer(sentence)]
     candidates += [
         (m.start(), m.end(), m.group(1) or m.group(2) or m.group(3)) for m in _CHOICE.finditer(sentence)
     ]
@@ -320,11 +327,10 @@ def _concluding(part: str) -> Extracted:
     for k in range(len(candidates) - 1, 0, -1):
         no[k - 1] = no[k - 1] or (no[k] and listed[k - 1])
     denied = [c[2] for c, n in zip(candidates, no, strict=True) if n]
-    candidates = [
-        c
-        for c, n in zip(candidates, no, strict=True)
-        if not n and not _BOUND_BEFORE.search(sentence, max(0, c[0] - 40), c[0])
-    ]
+    candidates = [c for c, n in zip(candidates, no, strict=True) if not n]
+    # "x is more than 6", "2 over 3": a bound (or a spoken fraction) before the last value
+    if candidates and _BOUND_BEFORE.search(sentence, max(0, candidates[-1][0] - 40), candidates[-1][0]):
+        return _none("no final answer: the last sentence bounds the value instead of stating it")
     if not candidates:
         return _none(DENIED if denied else "no final answer found")
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))

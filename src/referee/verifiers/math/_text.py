@@ -108,7 +108,7 @@ _LABEL_HEAD = re.compile(r"\s*([A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?(?:\([A-Za-z0
 # `_extract._BOUND_BEFORE`'s).
 # A bound is no value either ("小于6", "至少6个", "超过6个", "6 से कम"; policy rule 52).
 OTHER_SCRIPT_DOUBT = re.compile(
-    r"不是|不等于|并非|不会是|不可能|可能|也许|或许|大概|吗|？|नहीं|शायद"
+    r"不|错|误|并非|可能|也许|或许|大概|吗|？|नहीं|शायद|गलत"
     r"|小于|大于|少于|多于|低于|高于|至少|至多|最多|最少|超过|不到|以上|以下|से कम|से अधिक|से ज्यादा"
 )
 # Chinese or Devanagari words glued to a number are its unit ("858颗", "3页", "67 कमीजें"),
