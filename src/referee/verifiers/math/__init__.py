@@ -1,7 +1,7 @@
 """The `math` verifier (final-answer equivalence under Referee's math policy).
 
 Private modules, in pipeline order: `_verifier` (the verifier, driving the rest), `_extract`
-(final answer, retractions, hedges), `_text` (spelling clean-up), `_lexer` (whitelist
+(final answer, retractions, hedges; what a concluding sentence states in `_prose`), `_text` (spelling clean-up), `_lexer` (whitelist
 tokenizer over the vocabulary of `_tokens`; runs of letters in `_words`), `_bars` (which `|`
 opens, which closes), `_parser` (grammar -> tuple tree over the reading position of `_cursor`;
 node shapes and builders in `_tree`; context-dependent readings after it in `_rewrite`, sums and

@@ -15,18 +15,16 @@ box has no final answer. All scans are linear in the length of the completion.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from dataclasses import dataclass, field
 
 from referee.verifiers import extract
 from referee.verifiers.denial import (
     DENIAL_HINT,
-    DENIED_AFTER,
-    NEGATED_BEFORE,
     split_denial,
     withdrawn,
 )
+from referee.verifiers.math._prose import NO_VALUE_DENIED, denied_near, is_prose, sentence_values
 from referee.verifiers.math._text import OTHER_SCRIPT_DOUBT
 
 # Words that take back what came before: a box before them is retracted.
@@ -65,39 +63,12 @@ _FINAL_LABEL = re.compile(r"(?i)\bfinal answer\s*[:：]")
 _AFFIRMING = re.compile(
     r"(?i)^(?:(?:for sure|definitely|certainly|surely|clearly|obviously|undoubtedly|indeed)\b[\s,]*)+"
 )
-_BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-# A number in prose, with a plain fraction ("2/3", not its denominator), a mixed number
-# ("3 1/2") or a ratio or time ("3:5", "8:34", never its last term).
-_NUMBER = re.compile(
-    r"[-−]?\$?\d[\d,]*(?:\.\d+)?(?:(?::\d+(?:\.\d+)?)+|[ \t]+\d+/\d+(?!\d)|/\d+(?:\.\d+)?)?%?"
-)
-_CHOICE = re.compile(
-    r"\b(?:choice|option|answer)\s+(?:is\s+|must be\s+|would be\s+)?(?:(?:option|choice)\s+)?\(?([A-J])\)?(?![A-Za-z])"
-    r"|\b(?:[Ii]t|[Tt]his|[Tt]hat)(?:'s|\s+is|\s+must be)\s+\(?([A-J])\)?(?![A-Za-z])"
-    r"|(?<![A-Za-z\\])\(([A-J])\)(?![A-Za-z])"
-)
-_COMMAND_ARG = re.compile(r"\\[A-Za-z]+(?:\{[^{}]{0,200}\})?")
-_PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 # A formula followed by "So, ..." starts a new sentence even without a full stop between.
 _SENTENCE_BREAK = re.compile(
     r"(?<!\\)[.!?]\s+|[。！？।]\s*|\n\s*|(?<=\$)[ \t]+(?=(?:So|Thus|Therefore|Hence|Finally)\b)"
 )
 # Full stops of other scripts: "…一共有13只鸟。", "…67 कमीजें हैं।" conclude as "." does.
 _FULL_STOPS = (".", "!", "。", "！", "।")
-# Between two values of one list: a comma or "or"/"and", also in Chinese or Hindi, where the
-# first value's unit may come before the connector ("5个或6个", "5到6个", "5 कमीजें या 6").
-_LIST_GAP = re.compile(
-    r"(?i)^\s*(?:,\s*(?:(?:or|and)\s+)?|(?:or|and)\s+)$"
-    r"|^[\s\u3400-\u9fff\u0900-\u097f]*?(?:[，、,]\s*(?:或者?|或是|还是)?|或者?|或是|还是|和|与|及|到|至|या|अथवा|और)\s*$"
-)
-# A value right after a bound is not stated ("x is more than 6", "at least $6$"; rule 52).
-# The bound's value is no answer either way, nor "2 over 3" (a fraction spoken, not 2).
-_BOUND_BEFORE = re.compile(
-    r"(?i)\b(?:(?:no\s+)?(?:less|more|fewer|greater|smaller|larger|higher|lower)\s+than|"
-    r"at\s+(?:least|most)|up\s+to|below|above|under|over|nearly|almost|exceed(?:s|ing)?)[\s$(]*$"
-)
-# A LaTeX fraction in prose outside `$...$` ("每份应该是 (\frac{2}{5}) 吨。"): one value.
-_PROSE_FRACTION = re.compile(r"\\[dt]?frac\{[^{}$]{1,50}\}\{[^{}$]{1,50}\}")
 # Chat-template tokens: what follows one is not the response ("<|im_start|>user ...").
 _CHAT_TOKEN = re.compile(r"<\|[A-Za-z_]{1,20}\|>|</s>|<s>|<(?:end|start)_of_turn>|\[/?INST\]")
 # Courtesy sentences after the final statement.
@@ -121,7 +92,6 @@ _PART_GAP = re.compile(
 )
 MAX_STATEMENT = 2000
 MAX_TAIL = 4000  # the concluding sentence is searched in the last characters only
-MAX_LISTED = 64
 MAX_LABELLED = 16  # `y_1 = \boxed{..}` parts of one answer; more boxes than this are a spray
 
 
@@ -148,14 +118,6 @@ def _has_hint(hints: list[int], start: int, end: int) -> bool:
     return at < len(hints) and hints[at] < end
 
 
-def _denied_near(text: str, start: int, end: int) -> bool:
-    """Is the value at text[start:end] negated before it ("not $5$") or denied after it ("5 is
-    wrong")?"""
-    return bool(NEGATED_BEFORE.search(text, max(0, start - 80), start)) or bool(
-        DENIED_AFTER.match(text[end : end + 80])
-    )
-
-
 def _boxed(part: str, spans: list[tuple[int, int, str]], denied: list[str]) -> Extracted:
     tail = part[spans[-1][1] :]
     if "\\boxed" in tail or "\\fbox" in tail:
@@ -164,7 +126,7 @@ def _boxed(part: str, spans: list[tuple[int, int, str]], denied: list[str]) -> E
     # for the words first: 100k boxes must not cost 100k pattern searches.
     hints = [m.start() for m in DENIAL_HINT.finditer(part)]
     if hints:
-        near = [_denied_near(part, s, e) if _has_hint(hints, s - 80, e + 80) else False for s, e, _ in spans]
+        near = [denied_near(part, s, e) if _has_hint(hints, s - 80, e + 80) else False for s, e, _ in spans]
         denied = denied + [c for (_, _, c), no in zip(spans, near, strict=True) if no]
         spans = [span for span, no in zip(spans, near, strict=True) if not no]
         if not spans:
@@ -258,23 +220,6 @@ def _after_link(text: str) -> str:
     return rest if any(ch.isdigit() or ch in "$\\" for ch in rest) else text
 
 
-def _math_spans(sentence: str) -> list[tuple[int, int, str]]:
-    """`$...$` spans whose content looks like math; a `$` that opens prose is currency."""
-    spans: list[tuple[int, int, str]] = []
-    i = sentence.find("$")
-    while i >= 0:
-        j = sentence.find("$", i + 1)
-        if j < 0:
-            break
-        content = sentence[i + 1 : j]
-        if content.strip() and not _PROSE.search(_COMMAND_ARG.sub(" ", content)):
-            spans.append((i, j + 1, content))
-            i = sentence.find("$", j + 1)
-        else:
-            i = j
-    return spans
-
-
 def _concluding(part: str) -> Extracted:
     tail = part[-MAX_TAIL:].rstrip()
     while tail and tail[-1] in "*_`":
@@ -304,49 +249,10 @@ def _concluding(part: str) -> Extracted:
     sentence = tail[breaks[-1].end() :] if breaks else tail
     if _NOT_A_CONCLUSION.search(sentence) or OTHER_SCRIPT_DOUBT.search(sentence):
         return _none("no final answer: the last sentence does not state a result")
-    spans = _math_spans(sentence)
-    candidates: list[tuple[int, int, str]] = list(spans)
-    # a number or fraction inside `$...$` is part of that formula ("not $10^{9}$" denies 10^9, not 10)
-    prose = itertools.chain(_PROSE_FRACTION.finditer(sentence), _NUMBER.finditer(sentence))
-    candidates += [
-        (m.start(), m.end(), m.group(0))
-        for m in prose
-        if not any(a <= m.start() and m.end() <= b for a, b, _ in spans)
-    ]
-    candidates += [(m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(sentence)]
-    candidates += [
-        (m.start(), m.end(), m.group(1) or m.group(2) or m.group(3)) for m in _CHOICE.finditer(sentence)
-    ]
-    # "It is definitely not $5$.", "5 is wrong.", "6 muffins, not 5.": denied values are no answer.
-    candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
-    no = [_denied_near(sentence, c[0], c[1]) for c in candidates]
-    # "not (A) or (B)" (forwards), "(A), (B) and (C) are ruled out" (backwards): a list shares it.
-    listed = [bool(_LIST_GAP.match(sentence[a[1] : b[0]])) for a, b in itertools.pairwise(candidates)]
-    for k in range(1, len(candidates)):
-        no[k] = no[k] or (no[k - 1] and listed[k - 1])
-    for k in range(len(candidates) - 1, 0, -1):
-        no[k - 1] = no[k - 1] or (no[k] and listed[k - 1])
-    denied = [c[2] for c, n in zip(candidates, no, strict=True) if n]
-    candidates = [c for c, n in zip(candidates, no, strict=True) if not n]
-    # "x is more than 6", "2 over 3": a bound (or a spoken fraction) before the last value
-    if candidates and _BOUND_BEFORE.search(sentence, max(0, candidates[-1][0] - 40), candidates[-1][0]):
-        return _none("no final answer: the last sentence bounds the value instead of stating it")
-    if not candidates:
-        return _none(DENIED if denied else "no final answer found")
-    candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
-    last = candidates[-1]
-    # "99 or 100", "$x = 2$, $x = 4$, and $x = 6$": keep the whole list, judged as one (a set
-    # of solutions, or a hedge unless the gold is that set).
-    chain = [last]
-    while len(chain) <= MAX_LISTED:
-        earlier = [c for c in candidates if c[1] <= chain[-1][0]]
-        if not earlier:
-            break
-        prev = max(earlier, key=lambda c: (c[1], c[1] - c[0]))
-        if not _LIST_GAP.match(sentence[prev[1] : chain[-1][0]]):
-            break
-        chain.append(prev)
-    return Extracted([c[2] for c in reversed(chain)], "sentence", denied=denied)
+    answers, denied, reason = sentence_values(sentence)
+    if reason is not None:
+        return _none(DENIED if reason == NO_VALUE_DENIED else reason)
+    return Extracted(answers, "sentence", denied=denied)
 
 
 def _without_chat_debris(part: str) -> str:
@@ -421,7 +327,7 @@ def _unless_withdrawn(part: str, at: int, found: Extracted) -> Extracted:
 def _bare(part: str) -> Extracted | None:
     """A completion that is nothing but its answer: one short line, no prose."""
     text = part.strip()
-    if not text or len(text) > MAX_BARE or "\n" in text or _PROSE.search(_COMMAND_ARG.sub(" ", text)):
+    if not text or len(text) > MAX_BARE or "\n" in text or is_prose(text):
         return None
     kept, denied = read_statement(text)
     if not kept:
