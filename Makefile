@@ -1,6 +1,8 @@
-# The two commands of the README:   make serve   |   make test
-# Both create/reuse .venv and install what they need; `make test` also provides Docker and
-# builds the documentation site (`make docs`).
+# The commands of the README:   make serve   |   make test   |   make test-fast
+# Each creates/reuses .venv and installs what it needs. `make test` is what CI runs (.ci/run):
+# lint, types, the documentation site (`make docs`) and the whole suite, for which it also
+# provides Docker, the sandbox image and chromium. `make test-fast` is the inner loop: the tests
+# that need neither Docker nor the `slow` marker, nothing started or built for them.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +12,7 @@ DEPS_HASH := $(shell cat pyproject.toml tests/fixtures/referee_plugin_demo/pypro
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 TORCH := torch==2.13.0
 
-.PHONY: serve test lint typecheck docs pytest docker chromium sandbox-image image bench clean
+.PHONY: serve test test-fast lint typecheck docs pytest docker chromium sandbox-image image bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +51,15 @@ typecheck: $(STAMP)
 
 # Wall-clock bounds in the tests scale with REFEREE_TEST_TIME_FACTOR (tests/timing.py): 2 by
 # default here, for shared 2-core CI machines; REFEREE_TEST_TIME_FACTOR=1 checks the stated limits.
+# --durations=15: the slowest tests, to see which ones deserve the `slow` marker.
 pytest: $(STAMP) sandbox-image chromium
-	REFEREE_TEST_TIME_FACTOR=$${REFEREE_TEST_TIME_FACTOR:-2} $(BIN)/pytest -q
+	REFEREE_TEST_TIME_FACTOR=$${REFEREE_TEST_TIME_FACTOR:-2} $(BIN)/pytest -q --durations=15
+
+# No Docker engine, image or chromium: DOCKER_HOST points at no socket, so a test that reaches
+# for Docker without its `docker` marker fails here instead of passing on a machine that has one.
+test-fast: $(STAMP)
+	DOCKER_HOST=unix:///nonexistent REFEREE_TEST_TIME_FACTOR=$${REFEREE_TEST_TIME_FACTOR:-2} \
+		$(BIN)/pytest -q -m "not docker and not slow" --durations=10
 
 # The documentation site (mkdocs.yml, docs/): strict, so a broken link or a docstring the API
 # reference cannot render fails the build. The banner Material prints about MkDocs 2.0 is noise here.

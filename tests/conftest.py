@@ -3,6 +3,7 @@ fake scorer. Where tests live, and why, is in tests/README.md."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,12 @@ from referee.client import Client
 from referee.service.background import BackgroundServer
 from referee.settings import Settings
 from tests.support.scorers import FakeScorer
+
+# Set before anything imports torch: its OpenMP threads spin while they wait, so on the shared
+# 2-core machines, with another process busy, the tiny test models trained ~10x slower with two
+# threads than with one (tests/trainer_adapter/test_grpo_loop.py: 99 s against 9 s). They are
+# too small to gain anything from a second thread. An explicit setting is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_VERIFIERS = "tests.support.verifiers:TEST_VERIFIERS"

@@ -2,10 +2,10 @@
 
 Each check collects the whole suite in a subprocess where the extras' modules and
 distributions are hidden (tests/support/without_extras.py), as in a virtualenv that lacks
-them, and fails on any collection error. Without every extra at once (every guard has to hold
-on its own, the runner's packages excepted) is cheap enough for every run; one extra at a time
-(a module guarded only by another extra's import: Ray comes with `trainers`, Ray Serve only
-with `ray`) collects the heavy packages too, hence `slow`.
+them, and fails on any collection error: without every extra at once (every guard has to hold
+on its own, the runner's packages excepted), and without one extra at a time (a module guarded
+only by another extra's import: Ray comes with `trainers`, Ray Serve only with `ray`). Each
+collection takes seconds, hence `slow`: `make test` runs them, `make test-fast` does not.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def module_skips(out: str) -> dict[str, str]:
     return {m["where"]: m["reason"] for m in SKIPPED.finditer(out)}
 
 
+@pytest.mark.slow
 def test_without_any_extra_the_suite_collects_and_skips_with_a_reason() -> None:
     skips = module_skips(collect_without())
     # Hiding took effect: the trainer and deployment suites cannot have run their imports.

@@ -146,6 +146,7 @@ def _overloaded_transport(refusals: int) -> tuple[httpx.MockTransport, list[floa
     return httpx.MockTransport(handler), seen
 
 
+@pytest.mark.slow
 def test_an_overloaded_lane_is_waited_out_beyond_the_retry_count() -> None:
     """Admission's 503 asks for patience: honoured (Retry-After) past `retries`, within
     `overload_patience_s`, so a trainer's big batch waits its turn instead of failing."""

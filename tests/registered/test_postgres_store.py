@@ -84,6 +84,7 @@ def _register_many(url: str, worker: int, count: int, out: multiprocessing.Queue
     out.put(versions)
 
 
+@pytest.mark.slow
 def test_concurrent_registrations_get_consecutive_versions(url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     out: multiprocessing.Queue = ctx.Queue()  # type: ignore[type-arg]

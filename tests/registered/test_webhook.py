@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from referee.registered.webhook import WebhookRuntime, build_class
 from referee.runtime import Runtime
@@ -99,6 +100,7 @@ def test_bad_signature_is_a_masked_error_not_zero(http: httpx.Client, webhook: W
     assert verdict["verifier"] == "hook.sig@1" and verdict["score"] == 0.5
 
 
+@pytest.mark.slow
 def test_failing_slow_and_garbage_webhooks_are_errors(http: httpx.Client, webhook: Webhook) -> None:
     cases = {"/fail": "HTTP 500", "/slow": "timed out", "/garbage": "invalid body"}
     for path, reason in cases.items():

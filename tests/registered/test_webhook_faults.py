@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.registered.conftest import WEBHOOK_TIMEOUT_S, Webhook, register
 from tests.registered.test_webhook import REF, hook_type
@@ -40,6 +41,7 @@ class Load(ThreadedLoad):
         return sum(1 for t, s, _, _ in self.hook if t >= since and s == status)
 
 
+@pytest.mark.slow
 def test_a_flapping_and_hanging_webhook_under_load(http: httpx.Client, webhook: Webhook) -> None:
     assert register(http, hook_type("hook.flap", webhook.url("/switch"))).status_code == 201
     webhook.down = webhook.hanging = False

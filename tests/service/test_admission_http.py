@@ -5,12 +5,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
 from tests.timing import wait_until
 
 
+@pytest.mark.slow
 def test_a_request_that_would_queue_too_long_is_503_with_retry_after() -> None:
     """Admission per lane: beyond `max_queue_wait_s` of expected queueing, a clear 503 that
     tells the client when to come back, while a request for another lane is still served."""

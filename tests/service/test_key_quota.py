@@ -49,6 +49,7 @@ def _pending(service: BackgroundServer) -> int:
     return pending
 
 
+@pytest.mark.slow
 def test_a_key_over_its_quota_gets_429_and_others_are_served(service: BackgroundServer) -> None:
     slow = {"verifier": "test.sleepy", "response": "2", "reference": None}
     answers: list[httpx.Response] = []
@@ -95,6 +96,7 @@ def _lanes(service: BackgroundServer) -> dict[str, Any]:
     return lanes
 
 
+@pytest.mark.slow
 def test_a_flooding_key_does_not_starve_another(fair_service: BackgroundServer) -> None:
     service = fair_service
     # A batch of independent items: each completes on its own, so the lane measures its rate.

@@ -77,6 +77,7 @@ def test_count_and_length_limits_name_the_field(http: httpx.Client, payload: dic
     assert r.json()["detail"][0]["loc"] == loc
 
 
+@pytest.mark.slow
 def test_stuck_checker_gets_zero_within_budget_and_worker_is_replaced(http: httpx.Client) -> None:
     start = time.monotonic()
     body = http.post("/v1/score", json={"verifier": "test.sleepy", "response": f"{STUCK_S:g}"}).json()
@@ -88,6 +89,7 @@ def test_stuck_checker_gets_zero_within_budget_and_worker_is_replaced(http: http
     assert http.post("/v1/score", json={"verifier": "test.sleepy", "response": "0"}).json()["score"] == 1.0
 
 
+@pytest.mark.slow
 def test_spinning_checker_is_killed(http: httpx.Client) -> None:
     body = http.post("/v1/score", json={"verifier": "test.spinner", "response": "60"}).json()
     assert body["score"] == 0.0 and body["details"]["timed_out"] is True
@@ -106,6 +108,7 @@ def test_memory_hog_gets_zero_not_a_dead_service(http: httpx.Client) -> None:
     assert http.post("/v1/score", json={"verifier": "test.hungry", "response": "1"}).json()["score"] == 1.0
 
 
+@pytest.mark.slow
 async def test_service_stays_responsive_while_checks_are_stuck(small: BackgroundServer) -> None:
     async with httpx.AsyncClient(base_url=small.url, timeout=60) as c:
         stuck_check = {"verifier": "test.sleepy", "response": f"{STUCK_S:g}"}

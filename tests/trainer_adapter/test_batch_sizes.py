@@ -81,6 +81,7 @@ def test_trl_batch_of_300_prompts_x_4(referee_url: str, recording: Recording) ->
     assert sum(recording.sizes) == 300 and max(recording.sizes) <= 256 and len(recording.sizes) == 2
 
 
+@pytest.mark.slow
 async def test_async_trl_and_rewarder_batch_of_1024_prompts_x_5(referee_url: str) -> None:
     prompts, completions, answers = batch(PROMPTS, G)
     reward = AsyncRefereeReward(referee_url, verifier="exact", reference_column="answer")

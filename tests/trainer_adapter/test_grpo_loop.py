@@ -38,6 +38,7 @@ def _records(out: Path) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
 
 
+@pytest.mark.slow
 def test_same_seed_same_metrics_and_outputs(tmp_path: Path, fake_scorer) -> None:  # type: ignore[no-untyped-def]
     _, summary = _run(tmp_path / "a", fake_scorer)
     _run(tmp_path / "b", type(fake_scorer)())
@@ -52,6 +53,7 @@ def test_same_seed_same_metrics_and_outputs(tmp_path: Path, fake_scorer) -> None
     assert _records(tmp_path / "c") != first
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly(tmp_path: Path, fake_scorer) -> None:  # type: ignore[no-untyped-def]
     straight, _ = _run(tmp_path / "straight", fake_scorer)
     out = tmp_path / "resumed"

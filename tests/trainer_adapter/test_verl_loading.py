@@ -71,6 +71,7 @@ async def test_pkg_path_async_function_batches_a_step_into_one_request(referee_u
     assert 1 <= groups_requests(referee_url) - before <= 2  # one burst, not 256 requests
 
 
+@pytest.mark.slow
 def test_file_path_form_pickles_into_a_fresh_process(referee_url: str) -> None:
     """verl's file-path form: the module runs under verl's own name, then Ray ships the function
     with cloudpickle and PRIME's process pool with plain pickle. It must score in the worker as
