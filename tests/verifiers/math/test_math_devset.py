@@ -7,6 +7,8 @@ import statistics
 import time
 from collections import Counter, defaultdict
 
+import pytest
+
 from referee.verifiers.math import MathVerifier
 from tests.data import devset
 from tests.timing import within
@@ -56,6 +58,7 @@ def test_math_dev_set_accuracy_and_no_false_positives() -> None:
     assert durations[-1] < within(1.0)
 
 
+@pytest.mark.slow  # ≈4 s: every dev-set gold, 16 responses each, twice
 def test_math_groups_parse_the_gold_once() -> None:
     """prepare() once per gold, check() per response: the hot path of GRPO groups."""
     verifier = MathVerifier()
