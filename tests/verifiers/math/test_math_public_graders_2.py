@@ -220,7 +220,8 @@ FIXES = [
     ("6", "\\boxed{\\text{less than } 6}", 0),
     ("6", "答案小于6。", 0),
     ("6", "所以至少有6个。", 0),
-    ("5", "So x is 5, which is less than 6.", 0),  # conservative: a bound ends the sentence
+    ("5", "So x is 5, which is less than 6.", 1),  # the bound is of 6; the sentence states 5
+    ("6", "So x is 5, which is less than 6.", 0),
     ("2", "The probability is 2 over 3.", 0),
     ("12", "So she has 12 apples, more than Tom.", 1),
     ("5", "\\boxed{5不对}", 0),

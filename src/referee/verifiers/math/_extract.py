@@ -190,12 +190,23 @@ def clean_statement(text: str) -> str | None:
     return read_statement(text)[0]
 
 
+_RELATIVE = re.compile(r"(?i),\s*(?:which|that)\s+(?:is|are|was|means|gives|makes|equals)\b")
+_REMARK = re.compile(r"\s*\((?=[^()$\\]*(?:[A-Za-z]{3}|[A-Za-z]{2}\s+[A-Za-z]{2}))[^()$\\]{1,200}\)\s*$")
+
+
 def read_statement(text: str) -> tuple[str | None, list[str]]:
     """(the answer a statement affirms, the values it denies): "6, not 5" -> ("6", ["5"]),
     "not 5" / "5 is wrong" -> (None, ["5"]) (rule 34)."""
     text = text.strip()
     text = text[: _sentence_end(text)].replace("**", " ").replace("__", " ")
     text, denied = split_denial(text)
+    # "5, which is less than 6" / "34, which is even": a relative clause describes the value
+    # stated before it; "the number of ways, which is 42" states its value in the clause.
+    # A closing remark in parentheses ("5 (less than 6)", "12 (in cm)") is about the value too.
+    for pattern in (_RELATIVE, _REMARK):
+        clause = pattern.search(text)
+        if clause is not None and any(ch.isdigit() or ch in "$\\" for ch in text[: clause.start()]):
+            text = text[: clause.start()]
     for delim in ("$", "\\(", "\\["):
         at = text.find(delim)
         if at > 0:

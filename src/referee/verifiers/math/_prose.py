@@ -113,9 +113,17 @@ def sentence_values(sentence: str) -> tuple[list[str], list[str], str | None]:
         no[k - 1] = no[k - 1] or (no[k] and listed[k - 1])
     denied = [c[2] for c, n in zip(candidates, no, strict=True) if n]
     candidates = [c for c, n in zip(candidates, no, strict=True) if not n]
-    # "x is more than 6", "2 over 3": a bound (or a spoken fraction) before the last value
-    if candidates and _BOUND_BEFORE.search(sentence, max(0, candidates[-1][0] - 40), candidates[-1][0]):
+    # "x is more than 6": a bounded value is not stated, and "2 over 3" (a fraction spoken) or
+    # "5 more than 6" states neither number; "x is 5, which is less than 6" states 5.
+    bounded = [bool(_BOUND_BEFORE.search(sentence, max(0, c[0] - 40), c[0])) for c in candidates]
+    for k in range(1, len(candidates)):
+        gap = sentence[candidates[k - 1][1] : candidates[k][0]]
+        joined = not candidates[k - 1][2].endswith(",") and not gap.lstrip().startswith(",")
+        if bounded[k] and joined and _BOUND_BEFORE.fullmatch(gap.lstrip()):
+            bounded[k - 1] = True
+    if any(bounded) and all(bounded):
         return [], denied, "no final answer: the last sentence bounds the value instead of stating it"
+    candidates = [c for c, b in zip(candidates, bounded, strict=True) if not b]
     if not candidates:
         return [], denied, NO_VALUE_DENIED if denied else "no final answer found"
     candidates.sort(key=lambda c: (c[1], c[1] - c[0]))
