@@ -171,6 +171,30 @@ class Gold:
 
 DENIES = "the response denies the answer it states"
 
+# "3s", "10 m", "2.5\,\mathrm{h}": a number and one SI unit letter (rule 41). Read as written
+# it is a product with an unknown; against a gold with no unknowns that letter can only be the
+# unit, as graders' normalisers read it. Letters that are rarely units (x, y, n, ...) stay
+# unknowns: "5x" never equals 5.
+_UNIT_LETTER = re.compile(
+    r"^(?P<value>(?:[^A-Za-z\\]|\\[A-Za-z]+|\\[{}])*?(?:[\d}]|\\[A-Za-z]+))\s*(?:\\[,;:! ]\s*)*"
+    r"(?:\\(?:mathrm|text|textrm|rm)\s*\{\s*(?:s|m|g|h|L|J|N|W|V)\s*\}|(?:s|m|g|h|L|J|N|W|V))\s*$"
+)
+# A gold with a letter outside a command name has unknowns (or is text): no unit is read then.
+_GOLD_LETTER = re.compile(r"(?<!\\)(?<![A-Za-z])[A-Za-z]|(?<=[\d}])[A-Za-z]")
+
+
+def _unit_letter_equal(raw: str, gold: Gold) -> bool:
+    unit = _UNIT_LETTER.match(clean(raw))
+    if unit is None or gold.value is None or _GOLD_LETTER.search(_COMMANDS.sub(" ", clean(gold.raw))):
+        return False
+    if re.search(r"[-+=,<>]", unit.group("value").strip().lstrip("-")):  # "3 + 2s": a sum, not 5 s
+        return False
+    value = parse_answer(unit.group("value")).value
+    return value is not None and values_equal(gold.value, value, gold.policy) is not None
+
+
+_COMMANDS = re.compile(r"\\[A-Za-z]+")
+
 
 def _denies(denied: list[str], answer: Value, policy: EqualityRules) -> bool:
     """ "\\boxed{42}. The answer is not 42.": a denied value equal to the answer (rule 34)."""
@@ -316,6 +340,8 @@ class MathVerifier(Verifier):
         rule = values_equal(gold.value, answer, gold.policy)
         if rule is not None:
             return _verdict(1.0, None, rule=rule, **details)
+        if len(found.answers) == 1 and _unit_letter_equal(found.answers[0], gold):
+            return _verdict(1.0, None, rule="unit-letter", **details)
         if len(distinct) > 1:
             return _verdict(0.0, "several different final answers (hedging)", **details)
         return _verdict(0.0, "answer differs from the reference", **details)
