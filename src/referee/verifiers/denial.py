@@ -23,7 +23,7 @@ _ADVERB = r"(?:(?:definitely|certainly|surely|clearly|obviously|absolutely|simpl
 _NEGATION = (
     r"(?:not|never|no longer|isn't|is not|aren't|are not|wasn't|was not|cannot be|can't be|"
     r"can not be|couldn't be|could not be|won't be|will not be|doesn't equal|does not equal|"
-    r"rather than|instead of)"
+    r"rather than|instead of|(?:does not|doesn't) make sense (?:for it )?to be|makes no sense (?:for it )?to be)"
 )
 _SUBJECT = (
     r"(?:(?:it|this|that|which|the (?:final |correct )?(?:answer|result|value|option|choice)|"

@@ -123,11 +123,11 @@ def last_answer_block(text: str) -> str | None:
     return blocks[-1] if blocks else None
 
 
-# "Answer: X", "**Final Answer:** X", "The answer is X", "#### X". Anchored on line starts or a
+# "Answer: X", "The answer: X", "**Final Answer:** X", "The answer is X", "#### X". Anchored on line starts or a
 # literal phrase, with bounded character classes: linear on any input. GSM8K's "#### X" counts
 # inline too ("... so 72 in all. #### 72"), as verl's own GSM8K scorer reads it.
 _ANSWER_LINE = re.compile(
-    r"(?im)^[ \t>*_#]*(?:final\s+answer|answer)[ \t*_]*[:：][ \t*_]*(?P<a>[^\n]{1,2000})$"
+    r"(?im)^[ \t>*_#]*(?:the\s+)?(?:final\s+answer|answer)[ \t*_]*[:：][ \t*_]*(?P<a>[^\n]{1,2000})$"
 )
 _ANSWER_IS = re.compile(r"(?i)\b(?:final\s+answer|answer)\s+is\s*[:：]?\s*(?P<a>[^\n]{1,2000})")
 _HASHES = re.compile(r"(?m)####[ \t]*(?P<a>[^\n#][^\n]{0,1999})$")

@@ -176,6 +176,8 @@ def test_a_denial_of_a_value_equal_to_the_answer_counts() -> None:
         ("It is A.", "D", 0.0),
         ("It can't be D.", "D", 0.0),
         ("I cannot solve this.", "D", 0.0),  # inability is still no answer
+        ("The answer: D, it doesn't make sense for it to be A or B.", "D", 1.0),
+        ("It doesn't make sense for it to be D.", "D", 0.0),
     ],
 )
 def test_multiple_choice_prose_that_rules_options_out(response: str, gold: str, expected: float) -> None:

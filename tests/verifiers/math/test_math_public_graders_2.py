@@ -25,11 +25,10 @@ verifier = MathVerifier()
 # Rows the verifier still misses (all false negatives), by cause. A row leaving this list is
 # progress; a row joining it is a regression (`test_no_false_positive_no_policy_breach_no_new_miss`).
 KNOWN_MISSES: dict[str, str] = {
-    "lv_004": "a denial 'it doesn't make sense for it to be A or B' after the stated choice",
     "lv_012": "a French answer statement ('réponse est C')",
     "lv_027": "a French answer statement whose value is not its last number",
 }
-FLOOR = 0.985  # measured 256/259 (the three misses above)
+FLOOR = 0.99  # measured 257/259 (the two misses above)
 
 
 @cache
@@ -72,6 +71,12 @@ def test_no_false_positive_no_policy_breach_no_new_miss() -> None:
 def test_agreement_floor() -> None:
     pairs = verdicts()
     assert sum(got == row["expected"] for row, got in pairs) / len(pairs) >= FLOOR
+
+
+def test_known_misses_are_still_misses() -> None:
+    """A known miss that now passes belongs out of KNOWN_MISSES (and the floor goes up)."""
+    got = {row["id"]: (verdict, row["expected"]) for row, verdict in verdicts()}
+    assert all(got[miss][0] != got[miss][1] for miss in KNOWN_MISSES)
 
 
 # (gold, response, expected): the general fixes these rows prompted (policy rules 41-44).
