@@ -49,6 +49,10 @@ SLOTS_PER_WORKER = 8
 WATCHDOG_GRACE_S = 10.0
 
 
+class _PoolReplaced(Exception):
+    """The check's pool was replaced while it waited: its result will not come."""
+
+
 @dataclass(frozen=True, slots=True)
 class TaskOutcome:
     kind: OutcomeKind
@@ -71,6 +75,10 @@ class WorkerPool:
         # The service's verifier index, handed to every worker process (pickled) as it starts.
         self._installed = installed
         self._pool: pebble.ProcessPool | None = None
+        # Checks awaiting a result, with the pool they were scheduled on: when that pool is
+        # replaced (found broken by another caller or the watcher), they are woken at once
+        # instead of waiting for the watchdog (minutes, longer than a trainer's HTTP timeout).
+        self._waiting: dict[asyncio.Future[Any], pebble.ProcessPool] = {}
         self.pending = 0
         self.timeouts = 0
         self.crashes = 0
@@ -114,6 +122,9 @@ class WorkerPool:
             self._pool = self._new_pool()
             self.rebuilds += 1
         log.warning("worker_pool_rebuilt", rebuilds=self.rebuilds)
+        for waiting, on in list(self._waiting.items()):
+            if on is current:  # thread-safe: rebuild may be called off the event loop
+                waiting.get_loop().call_soon_threadsafe(waiting.cancel)
         threading.Thread(target=_stop_quietly, args=(current,), name="referee-pool-stop", daemon=True).start()
         return True
 
@@ -198,7 +209,9 @@ class WorkerPool:
         watchdog = asyncio.timeout(self._longest_budget * (SLOTS_PER_WORKER + 1) + WATCHDOG_GRACE_S)
         try:
             async with watchdog:
-                kind, score, reason, details, elapsed = await asyncio.wrap_future(future)
+                kind, score, reason, details, elapsed = await self._settled(pool, future)
+        except _PoolReplaced:
+            return self._broken(pool, future, "the pool was replaced while the check waited")
         except FutureTimeout:
             if watchdog.expired():  # never settled: the pool is broken
                 return self._broken(pool, future, "no result from the pool")
@@ -226,6 +239,21 @@ class WorkerPool:
                 "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
             )
         return TaskOutcome(kind, score, reason, details, elapsed)
+
+    async def _settled(self, pool: pebble.ProcessPool, future: Any) -> Any:
+        """The task's result, or _PoolReplaced when `rebuild` gave its pool up while it waited."""
+        wrapped = asyncio.wrap_future(future)
+        self._waiting[wrapped] = pool
+        try:
+            return await wrapped
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            # Only the wrapper was cancelled (by rebuild), not this task: no verdict, masked.
+            if wrapped.cancelled() and task is not None and not task.cancelling():
+                raise _PoolReplaced from None
+            raise
+        finally:
+            self._waiting.pop(wrapped, None)
 
     def _broken(self, pool: pebble.ProcessPool, future: Any, why: str) -> TaskOutcome:
         future.cancel()
