@@ -134,11 +134,19 @@ def plain_words(answer: str) -> str:
     return _TEXT_COMMAND.sub(lambda m: f" {m.group(1)} ", answer)
 
 
+def denied_near(text: str, start: int, end: int) -> bool:
+    """Is the value at text[start:end] negated before it ("not $5$") or denied after it ("5 is
+    wrong")?"""
+    return bool(NEGATED_BEFORE.search(text, max(0, start - 80), start)) or bool(
+        DENIED_AFTER.match(text[end : end + 80])
+    )
+
+
 def box_denial(final: str, spans: list[tuple[int, int, str]]) -> str | None:
     """Why the last box of `final` is no answer under rule 34, or None: it is negated ("not
     \\boxed{5}"), denied ("\\boxed{5} is wrong") or withdrawn after it."""
     start, end, contents = spans[-1]
-    if NEGATED_BEFORE.search(final, max(0, start - 80), start) or DENIED_AFTER.match(final[end : end + 80]):
+    if denied_near(final, start, end):
         return "the boxed answer is denied"
     affirmed, _ = split_denial(plain_words(contents))
     if not affirmed.strip():

@@ -19,12 +19,8 @@ import re
 from dataclasses import dataclass, field
 
 from referee.verifiers import extract
-from referee.verifiers.denial import (
-    DENIAL_HINT,
-    split_denial,
-    withdrawn,
-)
-from referee.verifiers.math._prose import NO_VALUE_DENIED, denied_near, is_prose, sentence_values
+from referee.verifiers.denial import DENIAL_HINT, denied_near, split_denial, withdrawn
+from referee.verifiers.math._prose import NO_VALUE_DENIED, is_prose, sentence_values
 from referee.verifiers.math._text import OTHER_SCRIPT_DOUBT
 
 # Words that take back what came before: a box before them is retracted.
@@ -205,7 +201,7 @@ def read_statement(text: str) -> tuple[str | None, list[str]]:
     # A closing remark in parentheses ("5 (less than 6)", "12 (in cm)") is about the value too.
     for pattern in (_RELATIVE, _REMARK):
         clause = pattern.search(text)
-        if clause is not None and any(ch.isdigit() or ch in "$\\" for ch in text[: clause.start()]):
+        if clause is not None and _holds_value(text[: clause.start()]):
             text = text[: clause.start()]
     for delim in ("$", "\\(", "\\["):
         at = text.find(delim)
@@ -228,7 +224,12 @@ def _after_link(text: str) -> str:
     if last is None:
         return text
     rest = text[last.end() :]
-    return rest if any(ch.isdigit() or ch in "$\\" for ch in rest) else text
+    return rest if _holds_value(rest) else text
+
+
+def _holds_value(text: str) -> bool:
+    """A digit or math (`$`, a command): what states a value, as opposed to prose alone."""
+    return any(ch.isdigit() or ch in "$\\" for ch in text)
 
 
 def _concluding(part: str) -> Extracted:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from referee.verifiers.denial import DENIED_AFTER, NEGATED_BEFORE
+from referee.verifiers.denial import denied_near
 
-__all__ = ["NO_VALUE_DENIED", "denied_near", "is_prose", "math_spans", "sentence_values"]
+__all__ = ["NO_VALUE_DENIED", "is_prose", "math_spans", "sentence_values"]
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 
@@ -57,14 +57,6 @@ _PROSE_FRACTION = re.compile(r"\\[dt]?frac\{[^{}$]{1,50}\}\{[^{}$]{1,50}\}")
 
 MAX_LISTED = 64
 NO_VALUE_DENIED = "every value the sentence states is denied"
-
-
-def denied_near(text: str, start: int, end: int) -> bool:
-    """Is the value at text[start:end] negated before it ("not $5$") or denied after it ("5 is
-    wrong")?"""
-    return bool(NEGATED_BEFORE.search(text, max(0, start - 80), start)) or bool(
-        DENIED_AFTER.match(text[end : end + 80])
-    )
 
 
 def math_spans(sentence: str) -> list[tuple[int, int, str]]:
