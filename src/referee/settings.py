@@ -171,8 +171,11 @@ class StatsSettings(Section):
 
     enabled: bool = True
     db_path: Path | None = Field(default=None, description="Default: referee-stats.db beside the registry's.")
-    # The memory bound: prompt records over all callers (≈ 0.5 KB each); least recently seen go.
-    max_prompts: int = Field(default=100_000, ge=1, le=10_000_000)
+    # Prompt records (≈ 0.5 KB each). Per caller: its own least recently seen go, never
+    # another's. Over all callers (the memory bound): the caller holding the most loses its
+    # least recently seen, so one caller's flood cannot wipe another's records.
+    max_prompts_per_key: int = Field(default=100_000, ge=1, le=10_000_000)
+    max_prompts: int = Field(default=200_000, ge=1, le=10_000_000)
     window_minutes: int = Field(default=1440, ge=1, le=7 * 1440, description="Verifier minutes kept.")
     max_verifiers: int = Field(default=1000, ge=1, description="Verifier names tracked.")
     flush_s: float = Field(default=5.0, gt=0.0, le=3600.0)

@@ -74,3 +74,24 @@ def test_a_failed_flush_is_written_by_the_next_one(tmp_path: Path) -> None:
     loaded = Statistics()
     store.load_into(loaded)
     assert loaded.prompt_page("key:abc") == stats.prompt_page("key:abc")
+
+
+def test_a_load_keeps_each_keys_own_prompts(tmp_path: Path) -> None:
+    """The per-key picture survives a restart: one key's flood does not crowd out another's
+    records when they are read back, and rows beyond a key's bound are deleted."""
+    stats = Statistics(max_prompts=1000, max_prompts_per_key=1000)
+    store = StatsStore(tmp_path / "stats.db")
+    for i in range(5):
+        stats.record_visit("key-1", f"k1-{i}", [1.0], zero_variance=True)
+    for i in range(50):
+        stats.record_visit("key-2", f"k2-{i}", [0.0], zero_variance=True)
+    store.flush(stats)
+    bounded = Statistics(max_prompts=20, max_prompts_per_key=10)
+    store.load_into(bounded)
+    assert {p.prompt_id for p in bounded.prompt_page("key-1").prompts} == {f"k1-{i}" for i in range(5)}
+    assert {p.prompt_id for p in bounded.prompt_page("key-2").prompts} == {f"k2-{i}" for i in range(40, 50)}
+    store.flush(bounded)
+    rows = sqlite3.connect(tmp_path / "stats.db").execute(
+        "SELECT owner, COUNT(*) FROM prompts GROUP BY owner"
+    )
+    assert dict(rows.fetchall()) == {"key-1": 5, "key-2": 10}

@@ -152,3 +152,35 @@ def test_verifier_minutes_window_and_bound() -> None:
     stats.observe_verdict(verdict(1.0), "exact")
     exact = next(v for v in stats.verifier_page(60).verifiers if v.verifier == "exact")
     assert [m.verdicts for m in exact.series] == [1]
+
+
+def test_a_key_flooding_past_its_bound_evicts_only_its_own_prompts() -> None:
+    """Issue 27, defect 6: key 2's 102,400 ids evicted every one of key 1's."""
+    stats = Statistics(max_prompts=100, max_prompts_per_key=40)
+    for i in range(30):
+        visit(stats, f"k1-{i}", [1.0], owner="key-1")
+    for i in range(1000):
+        visit(stats, f"k2-{i}", [0.0], owner="key-2")
+    assert ids(stats, PromptFilter.all, owner="key-1") == {f"k1-{i}" for i in range(30)}
+    assert ids(stats, PromptFilter.all, owner="key-2") == {f"k2-{i}" for i in range(960, 1000)}
+    page = stats.prompt_page("key-1")
+    assert (page.tracked, page.max_prompts, page.max_prompts_per_key) == (30, 100, 40)
+    assert {key[0] for key in stats.take_dirty().evicted} == {"key-2"}
+
+
+def test_the_global_bound_holds_and_the_key_holding_the_most_pays() -> None:
+    stats = Statistics(max_prompts=10, max_prompts_per_key=8)
+    for i in range(6):
+        visit(stats, f"a{i}", [1.0], owner="a")
+    for i in range(5):  # the table fills up; the fifth evicts from "a", which holds the most
+        visit(stats, f"b{i}", [1.0], owner="b")
+    assert (stats.prompt_count(), stats.prompt_count("a"), stats.prompt_count("b")) == (10, 5, 5)
+    assert ids(stats, PromptFilter.all, owner="a") == {f"a{i}" for i in range(1, 6)}
+    for i in range(5, 100):  # at an equal share "b" evicts its own, never "a"'s
+        visit(stats, f"b{i}", [1.0], owner="b")
+    assert (stats.prompt_count(), stats.prompt_count("a"), stats.prompt_count("b")) == (10, 5, 5)
+    assert ids(stats, PromptFilter.all, owner="b") == {f"b{i}" for i in range(95, 100)}
+    for i in range(3):  # a third caller gets room, from whoever holds the most
+        visit(stats, f"c{i}", [1.0], owner="c")
+    counts = [stats.prompt_count(o) for o in ("a", "b", "c")]
+    assert stats.prompt_count() == 10 and sorted(counts) == [3, 3, 4] and counts[2] == 3

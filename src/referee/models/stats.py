@@ -52,7 +52,13 @@ class PromptStatsPage(BaseModel):
     pass_rate_histogram: Histogram = Field(description="Prompt difficulty: tracked prompts by pass rate.")
     pass_threshold: float
     max_prompts: int = Field(
-        description="The bound on records kept (all callers); least recently seen go first."
+        description="The bound on records kept over all callers: beyond it the caller holding the "
+        "most loses its least recently seen."
+    )
+    max_prompts_per_key: int | None = Field(
+        default=None,
+        description="The bound on this caller's records: its least recently seen go first, never "
+        "another caller's (absent from services older than this field).",
     )
 
 

@@ -49,6 +49,7 @@ def _statistics(stats: StatsSettings) -> Statistics | None:
         return None
     return Statistics(
         max_prompts=stats.max_prompts,
+        max_prompts_per_key=stats.max_prompts_per_key,
         window_minutes=stats.window_minutes,
         max_verifiers=stats.max_verifiers,
         pass_threshold=stats.pass_threshold,

@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS prompts (
     PRIMARY KEY (owner, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS prompts_last_seen ON prompts (last_seen);
+CREATE INDEX IF NOT EXISTS prompts_owner_last_seen ON prompts (owner, last_seen);
 CREATE TABLE IF NOT EXISTS verifier_minutes (
     verifier TEXT NOT NULL, minute INTEGER NOT NULL,
     verdicts INTEGER, errors INTEGER, passes INTEGER, score_sum REAL, max_ms REAL,
@@ -62,14 +63,26 @@ class StatsStore:
         self._lock = threading.Lock()
 
     def load_into(self, stats: Statistics) -> None:
-        """Read back the newest `stats.max_prompts` prompts and the window's minutes."""
+        """Read back each owner's newest `stats.max_prompts_per_key` prompts (the global bound
+        then applies as when they were recorded) and the window's minutes; rows beyond an
+        owner's bound are deleted."""
+        fields = ", ".join(_PROMPT_FIELDS)
+        ranked = (
+            f"SELECT owner, prompt_id, {fields}, ROW_NUMBER() OVER "
+            "(PARTITION BY owner ORDER BY last_seen DESC) AS recency FROM prompts"
+        )
         with self._lock:
             rows = self._db.execute(
-                f"SELECT owner, prompt_id, {', '.join(_PROMPT_FIELDS)} FROM prompts "
-                "ORDER BY last_seen DESC LIMIT ?",
-                (stats.max_prompts,),
+                f"SELECT owner, prompt_id, {fields} FROM ({ranked}) WHERE recency <= ? "
+                "ORDER BY last_seen ASC",
+                (stats.max_prompts_per_key,),
             ).fetchall()
-            prompts = [((row[0], row[1]), PromptRecord(*row[2:])) for row in reversed(rows)]
+            self._db.execute(
+                f"DELETE FROM prompts WHERE (owner, prompt_id) IN "
+                f"(SELECT owner, prompt_id FROM ({ranked}) WHERE recency > ?)",
+                (stats.max_prompts_per_key,),
+            )
+            prompts = [((row[0], row[1]), PromptRecord(*row[2:])) for row in rows]
             minutes = [
                 ((row[0], row[1]), _bucket(row[2:]))
                 for row in self._db.execute(

@@ -1,9 +1,11 @@
 """Rolling statistics of what the service judges: per prompt, and per verifier and minute.
 
-Both are bounded. Prompt records are kept least-recently-seen first in one ordered dict over
-all callers and the oldest go beyond `max_prompts`; a record is a handful of counters and
-three streaks ("visits in a row"), so a filter like "solved the last K visits" needs no
-history of visits. Verifier statistics are one bucket per verifier and minute, kept for
+Both are bounded. Prompt records are kept per caller (owner), least recently seen first, in
+an ordered dict each: a caller's new prompts beyond `max_prompts_per_key` evict that caller's
+oldest, never another's; beyond `max_prompts` over all callers (the memory bound) the oldest
+of the caller holding the most go, so a caller that floods the table evicts its own records
+first. A record is a handful of counters and three streaks ("visits in a row"), so a filter
+like "solved the last K visits" needs no history of visits. Verifier statistics are one bucket per verifier and minute, kept for
 `window_minutes`, with a sparse log-scale latency histogram (quantiles within 5%).
 
 Recording is a few dictionary updates under a lock (the observer is called from the event
@@ -198,18 +200,22 @@ class Statistics:
         self,
         *,
         max_prompts: int = 100_000,
+        max_prompts_per_key: int | None = None,
         window_minutes: int = 1440,
         max_verifiers: int = 1000,
         pass_threshold: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_prompts = max_prompts
+        self.max_prompts_per_key = min(max_prompts, max_prompts_per_key or max_prompts)
         self.window_minutes = window_minutes
         self.max_verifiers = max_verifiers
         self.pass_threshold = pass_threshold
         self.clock = clock
         self._lock = threading.Lock()
-        self._prompts: OrderedDict[PromptKey, PromptRecord] = OrderedDict()
+        # owner -> prompt_id -> record, least recently seen first; `_count` over all owners.
+        self._prompts: dict[str, OrderedDict[str, PromptRecord]] = {}
+        self._count = 0
         self._verifiers: dict[str, dict[int, MinuteBucket]] = {}
         self._dirty_prompts: set[PromptKey] = set()
         self._evicted: set[PromptKey] = set()
@@ -252,18 +258,51 @@ class Statistics:
         key = (owner, prompt_id)
         now = self.clock()
         with self._lock:
-            record = self._prompts.get(key)
+            record = self._record(key)
             if record is None:
-                record = self._prompts[key] = PromptRecord()
-                self._evicted.discard(key)
-                while len(self._prompts) > self.max_prompts:
-                    oldest, _ = self._prompts.popitem(last=False)
-                    self._dirty_prompts.discard(oldest)
-                    self._evicted.add(oldest)
+                record = self._insert(key, PromptRecord())
             else:
-                self._prompts.move_to_end(key)
+                self._prompts[owner].move_to_end(prompt_id)
             record.visit(rewards, zero_variance, self.pass_threshold, now)
             self._dirty_prompts.add(key)
+
+    def _record(self, key: PromptKey) -> PromptRecord | None:
+        owned = self._prompts.get(key[0])
+        return None if owned is None else owned.get(key[1])
+
+    def _insert(self, key: PromptKey, record: PromptRecord) -> PromptRecord:
+        """Add `key` as its owner's most recent record, then apply the bounds (lock held)."""
+        owner, prompt_id = key
+        owned = self._prompts.setdefault(owner, OrderedDict())
+        owned[prompt_id] = record
+        self._count += 1
+        self._evicted.discard(key)
+        while len(owned) > self.max_prompts_per_key:
+            self._evict_oldest(owner)
+        while self._count > self.max_prompts:
+            self._evict_oldest(self._largest_owner(owner))
+        return record
+
+    def _largest_owner(self, adding: str) -> str:
+        """Who pays for the global bound: the owner holding the most; on a tie the one adding
+        (a caller reaching an equal share evicts its own records, not another's), unless its
+        only record is the one being added."""
+
+        def weight(owner: str) -> tuple[int, bool, bool]:
+            held = len(self._prompts[owner])
+            return held, owner == adding and held > 1, owner != adding
+
+        return max(self._prompts, key=weight)
+
+    def _evict_oldest(self, owner: str) -> None:
+        owned = self._prompts[owner]
+        prompt_id, _ = owned.popitem(last=False)
+        if not owned:
+            del self._prompts[owner]
+        self._count -= 1
+        key = (owner, prompt_id)
+        self._dirty_prompts.discard(key)
+        self._evicted.add(key)
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -281,9 +320,7 @@ class Statistics:
         page: list[PromptStat] = []
         with self._lock:
             # Most recently seen first: the ordered dict's end.
-            for (who, prompt_id), record in reversed(self._prompts.items()):
-                if who != owner:
-                    continue
+            for prompt_id, record in reversed(self._prompts.get(owner, {}).items()):
                 tracked += 1
                 visits += record.visits
                 flat += record.zero_variance_visits
@@ -303,6 +340,7 @@ class Statistics:
             pass_rate_histogram=Histogram(edges=edges, counts=counts),
             pass_threshold=self.pass_threshold,
             max_prompts=self.max_prompts,
+            max_prompts_per_key=self.max_prompts_per_key,
         )
 
     def verifier_page(self, minutes: int = 60) -> VerifierStatsPage:
@@ -339,14 +377,19 @@ class Statistics:
                 )
         return VerifierStatsPage(minutes=minutes, verifiers=stats)
 
-    def prompt_count(self) -> int:
-        return len(self._prompts)
+    def prompt_count(self, owner: str | None = None) -> int:
+        """Records kept, over all owners or for `owner`."""
+        if owner is None:
+            return self._count
+        return len(self._prompts.get(owner, ()))
 
     # ---- persistence (stats.store) -------------------------------------------------------
 
     def take_dirty(self) -> Dirty:
         with self._lock:
-            prompts = [(k, replace(self._prompts[k])) for k in self._dirty_prompts if k in self._prompts]
+            prompts = [
+                (k, replace(record)) for k in self._dirty_prompts if (record := self._record(k)) is not None
+            ]
             minutes = [
                 (k, _copy_minute(self._verifiers[k[0]][k[1]]))
                 for k in self._dirty_minutes
@@ -364,21 +407,24 @@ class Statistics:
         with self._lock:
             self._dirty_prompts.update(k for k, _ in dirty.prompts)
             self._dirty_minutes.update(k for k, _ in dirty.minutes)
-            self._evicted.update(k for k in dirty.evicted if k not in self._prompts)
+            self._evicted.update(k for k in dirty.evicted if self._record(k) is None)
 
     def load(
         self,
         prompts: Iterable[tuple[PromptKey, PromptRecord]],
         minutes: Iterable[tuple[MinuteKey, MinuteBucket]],
     ) -> None:
-        """Records read back at start-up; `prompts` least recently seen first."""
+        """Records read back at start-up; `prompts` least recently seen first. The bounds apply
+        as when they were recorded (records beyond them are marked evicted, so the next flush
+        deletes them)."""
         oldest = self._oldest_minute(self.window_minutes)
         with self._lock:
             for key, record in prompts:
-                self._prompts[key] = record
-                self._prompts.move_to_end(key)
-                if len(self._prompts) > self.max_prompts:
-                    self._evicted.add(self._prompts.popitem(last=False)[0])
+                if (owned := self._prompts.get(key[0])) is not None and key[1] in owned:
+                    owned[key[1]] = record
+                    owned.move_to_end(key[1])
+                else:
+                    self._insert(key, record)
             for (name, minute), bucket in minutes:
                 if minute < oldest:
                     continue
