@@ -77,20 +77,25 @@ def uvicorn_process(**env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("referee serve did not become ready")
-            time.sleep(0.2)
+        wait_ready(url, proc)
         yield url, proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    """Until `url`'s /readyz answers 200; RuntimeError if the process exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError("referee serve did not become ready")
+        time.sleep(0.2)
 
 
 def emit(name: str, result: dict) -> None:

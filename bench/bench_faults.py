@@ -1,0 +1,300 @@
+"""A training run's faults, as a run meets them: the service killed and restarted, every
+sandbox container killed, every core saturated -- while trainer-like clients keep scoring.
+
+    .venv/bin/python -m bench.bench_faults [--clients 32] [--outage-s 10] [--hog-factor 8]
+
+Starts `referee serve` (Docker sandbox) on a fixed port and runs `--clients` clients that
+score labelled groups through `referee.client.AsyncClient` -- the trainer adapters' own path,
+with its default patience -- until the schedule below is over:
+
+    baseline        no fault                           (the reference throughput)
+    restart         SIGKILL the service, restart it `--outage-s` later on the same port
+    containers      `docker rm -f` every sandbox container of the service at once
+    saturated       busy loops on every core (`--hog-factor` per core) for `--saturate-s`
+    recovered       no fault again
+
+Every response is labelled (the development sets: code pass fractions, math true/false), so
+each verdict is checked. Reported per phase (by when a request was sent): groups/s and its
+ratio to the baseline phase of the same run; and over the whole run: trainer crashes (an
+exception out of the client: a trainer would have died), right answers scored 0, any other
+verdict that disagrees with its label, masked verdicts (status "error": the trainer skips
+them, a cost but not a wrong reward) and lost requests (sent, never answered). The goal
+(issue 27): 0 crashes, 0 right answers scored 0, 0 wrong verdicts, 0 lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.data import devset
+
+from bench._common import free_port, wait_ready
+from referee.client import AsyncClient
+
+INSTANCE = "bench-faults"
+LABEL = "org.referee.sandbox"
+CODE_GROUP = 8  # samples of one program per group (a comment apart, so none is deduplicated)
+MATH_GROUPS = 8  # one-sample math groups per request
+PHASES = ("baseline", "restart", "containers", "saturated", "recovered")
+
+
+@dataclass
+class Tally:
+    sent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    served: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    verdicts: int = 0
+    crashes: list[str] = field(default_factory=list)
+    right_scored_zero: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+    masked: list[str] = field(default_factory=list)
+
+
+# An honest program per language (the sum of the integers on stdin): compilers and runtimes
+# are what a loaded node slows down most (rustc, javac, node), so each language is in the mix.
+SUM_PROGRAMS = {
+    "python": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+    "c": '#include <stdio.h>\nint main(void){long long s=0,x;while(scanf("%lld",&x)==1)s+=x;printf("%lld\\n",s);return 0;}\n',
+    "cpp": "#include <iostream>\nint main(){long long s=0,x;while(std::cin>>x)s+=x;std::cout<<s<<std::endl;}\n",
+    "java": (
+        "import java.util.*;\npublic class Main{public static void main(String[] a){"
+        "Scanner in=new Scanner(System.in);long s=0;while(in.hasNextLong())s+=in.nextLong();"
+        "System.out.println(s);}}\n"
+    ),
+    "javascript": (
+        "const t=require('fs').readFileSync(0,'utf8').split(/\\s+/).filter(Boolean);"
+        "console.log(t.reduce((s,x)=>s+Number(x),0));\n"
+    ),
+    "go": (
+        'package main\nimport "fmt"\nfunc main(){var s,x int64\nfor{if _,e:=fmt.Scan(&x);e!=nil{break}\ns+=x}\n'
+        "fmt.Println(s)}\n"
+    ),
+    "rust": (
+        "use std::io::Read;\nfn main(){let mut t=String::new();std::io::stdin().read_to_string(&mut t).unwrap();"
+        'let s:i64=t.split_whitespace().map(|x|x.parse::<i64>().unwrap()).sum();println!("{}",s);}\n'
+    ),
+}
+
+
+def sum_tests(rng: random.Random) -> list[dict[str, str]]:
+    tests = []
+    for _ in range(5):
+        numbers = [rng.randint(-1000, 1000) for _ in range(rng.randint(1, 20))]
+        tests.append({"input": " ".join(map(str, numbers)) + "\n", "output": f"{sum(numbers)}\n"})
+    return tests
+
+
+def workload(seed: int = 0) -> list[tuple[list[dict[str, Any]], list[list[float]], list[str]]]:
+    """(groups, expected scores per group, row ids) for each request body a client may send."""
+    rng = random.Random(seed)
+    bodies = []
+    for row in devset("code").rows:
+        reference = {"language": row["language"], "test_format": row["test_format"], "tests": row["tests"]}
+        group = {
+            "verifier": "code",
+            "reference": reference,
+            "options": {"reward": "fraction"},
+            "responses": [
+                f"{row['candidate']}\n{_comment(row['language'])} sample {i}\n" for i in range(CODE_GROUP)
+            ],
+        }
+        bodies.append(([group], [[row["expected_pass_fraction"]] * CODE_GROUP], [row["id"]]))
+    for language, program in SUM_PROGRAMS.items():
+        for variant in range(4):
+            reference = {"language": language, "tests": sum_tests(rng)}
+            responses = [f"{program}{_comment(language)} sample {variant}.{i}\n" for i in range(CODE_GROUP)]
+            group = {
+                "verifier": "code",
+                "reference": reference,
+                "options": {"reward": "fraction"},
+                "responses": responses,
+            }
+            bodies.append(([group], [[1.0] * CODE_GROUP], [f"sum_{language}_{variant}"]))
+    math_rows = devset("math").rows
+    for _ in range(len(bodies)):
+        rows = rng.sample(math_rows, MATH_GROUPS)
+        groups = [{"verifier": "math", "reference": r["gold"], "responses": [r["response"]]} for r in rows]
+        bodies.append((groups, [[float(r["expected"])] for r in rows], [r["id"] for r in rows]))
+    return bodies
+
+
+def _comment(language: str) -> str:
+    return "#" if language == "python" else "//"
+
+
+class Service:
+    """`referee serve` as a process on one fixed port and state directory, so a restart is the
+    same service coming back (its registry, its sandbox instance label)."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "REFEREE_PORT": str(self.port),
+            "REFEREE_LOG_LEVEL": "warning",
+            # Its databases and sandbox state: the same across the restart, gone after the run.
+            "XDG_DATA_HOME": state_dir,
+            "REFEREE_SANDBOX_INSTANCE": INSTANCE,
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "referee", "serve"], env=self.env, stdout=subprocess.DEVNULL
+        )
+        wait_ready(self.url, self.proc)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+
+
+def kill_sandbox_containers() -> int:
+    import docker
+
+    engine = docker.from_env()
+    try:
+        containers = engine.containers.list(all=True, filters={"label": f"{LABEL}={INSTANCE}"})
+        for container in containers:
+            container.remove(force=True)
+        return len(containers)
+    finally:
+        engine.close()
+
+
+def saturate(cores: int, factor: int) -> list[subprocess.Popen[bytes]]:
+    """Busy loops on every core: the node's load becomes cores * factor."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores * factor)]
+
+
+async def client_loop(
+    client: AsyncClient, bodies: list, phase: list[str], done: asyncio.Event, tally: Tally, seed: int
+) -> None:
+    rng = random.Random(seed)
+    while not done.is_set():
+        groups, expected, ids = rng.choice(bodies)
+        sent_in = phase[0]
+        tally.sent[sent_in] += 1
+        try:
+            result = await client.score_groups(groups)
+        except Exception as exc:  # what would have ended a training run
+            tally.crashes.append(f"{sent_in}: {exc!r}"[:300])
+            continue
+        tally.served[sent_in] += 1
+        for group, wanted, row_id in zip(result.groups, expected, ids, strict=True):
+            for verdict, label in zip(group.verdicts, wanted, strict=True):
+                tally.verdicts += 1
+                if verdict.status == "error":
+                    tally.masked.append(f"{sent_in} {row_id}: {verdict.reason}"[:300])
+                elif label > 0 and verdict.score == 0:
+                    tally.right_scored_zero.append(f"{sent_in} {row_id}: {verdict.reason}"[:300])
+                elif abs(verdict.score - label) > 5e-5:
+                    tally.disagreements.append(f"{sent_in} {row_id}: {verdict.score} vs {label}")
+
+
+async def run(args: argparse.Namespace, service: Service) -> tuple[Tally, dict[str, float]]:
+    bodies = workload()
+    tally, phase, done = Tally(), ["baseline"], asyncio.Event()
+    durations: dict[str, float] = {}
+    async with AsyncClient(service.url, timeout=600) as client:
+        clients = [
+            asyncio.create_task(client_loop(client, bodies, phase, done, tally, seed))
+            for seed in range(args.clients)
+        ]
+        loop = asyncio.get_running_loop()
+
+        async def enter(name: str, action: Any = None) -> None:
+            durations[phase[0]] = time.monotonic() - entered[0]
+            phase[0], entered[0] = name, time.monotonic()
+            print(f"[{time.strftime('%H:%M:%S')}] {name}", flush=True)
+            if action is not None:
+                await loop.run_in_executor(None, action)
+
+        entered = [time.monotonic()]
+        await asyncio.sleep(args.phase_s)
+
+        def restart() -> None:
+            service.kill()
+            time.sleep(args.outage_s)
+            service.start()
+
+        await enter("restart", restart)
+        await asyncio.sleep(args.phase_s)
+        await enter("containers", kill_sandbox_containers)
+        await asyncio.sleep(args.phase_s)
+        hogs = saturate(os.cpu_count() or 1, args.hog_factor)
+        try:
+            await enter("saturated")
+            await asyncio.sleep(args.saturate_s)
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        await enter("recovered")
+        await asyncio.sleep(args.phase_s)
+        durations[phase[0]] = time.monotonic() - entered[0]
+        done.set()
+        # Requests in flight are answered, not abandoned: a bounded wait, then they are lost.
+        _finished, pending = await asyncio.wait(clients, timeout=args.drain_s)
+        for task in pending:
+            task.cancel()
+    return tally, durations
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--phase-s", type=float, default=30.0, help="length of the fault-free phases")
+    parser.add_argument("--outage-s", type=float, default=10.0)
+    parser.add_argument("--saturate-s", type=float, default=30.0)
+    parser.add_argument("--hog-factor", type=int, default=8, help="busy loops per core while saturated")
+    parser.add_argument("--drain-s", type=float, default=300.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="referee-bench-faults-") as state_dir:
+        service = Service(state_dir)
+        service.start()
+        try:
+            time.sleep(5)  # the sandbox pool fills at start-up
+            tally, durations = asyncio.run(run(args, service))
+        finally:
+            service.stop()
+    lost = sum(tally.sent.values()) - sum(tally.served.values()) - len(tally.crashes)
+    base_rate = tally.served["baseline"] / durations["baseline"]
+    print(
+        f"\n{args.clients} clients; outage {args.outage_s:g} s; load {args.hog_factor}x cores while saturated"
+    )
+    print(f"{'phase':11} {'seconds':>8} {'groups/s':>9} {'vs baseline':>12}")
+    for name in PHASES:
+        rate = tally.served[name] / durations[name]
+        print(f"{name:11} {durations[name]:8.1f} {rate:9.2f} {rate / base_rate:11.2f}x")
+    print(f"verdicts checked against their labels: {tally.verdicts}")
+    for title, items in (
+        ("trainer crashes (exceptions out of the client)", tally.crashes),
+        ("right answers scored 0", tally.right_scored_zero),
+        ("other verdicts that disagree with their label", tally.disagreements),
+        ("masked verdicts (status error, skipped by the trainer)", tally.masked),
+    ):
+        print(f"{title}: {len(items)}")
+        for item in items[:5]:
+            print(f"    {item}")
+    print(f"lost requests (sent, never answered): {lost}")
+
+
+if __name__ == "__main__":
+    main()
