@@ -85,6 +85,16 @@ class ServiceSettings(Section):
     # registration) before more are answered 429 + Retry-After. Applies when keys are
     # configured (an open service has no callers to tell apart); 0 = no limit.
     max_concurrent_requests_per_key: int = Field(default=32, ge=0)
+    # The dashboard's login (/ui/login): a server-side session per browser, ended after this
+    # long unused (an open overview polls every 10 s, so it stays alive) or this long after its
+    # login, whichever comes first.
+    ui_session_idle_s: float = Field(default=3600.0, gt=0.0)
+    ui_session_max_s: float = Field(default=12 * 3600.0, gt=0.0)
+    # Failed logins: a client (IP) with this many in the window gets 429 + Retry-After; past
+    # the all-clients bound, every client with a recent failure does (clean ones still log in).
+    ui_login_max_failures: int = Field(default=10, ge=1)
+    ui_login_window_s: float = Field(default=60.0, gt=0.0)
+    ui_login_max_failures_all_clients: int = Field(default=100, ge=1)
 
 
 class RequestLimits(Section):

@@ -155,7 +155,9 @@ def test_pages_are_html_under_a_strict_content_security_policy(open_service: Bac
         assert not any(p.startswith("/ui") for p in http.get("/openapi.json").json()["paths"])
         # The open service needs no login: the form says so and the POST goes on to the page.
         assert "no login is needed" in http.get("/ui/login").text
-        r = http.post("/ui/login", data={"key": "anything", "next": "/ui/audits"})
+        r = http.post(
+            "/ui/login", data={"key": "anything", "next": "/ui/audits"}, headers={"Origin": open_service.url}
+        )
         assert r.status_code == 303 and r.headers["location"] == "/ui/audits"
 
 
@@ -218,7 +220,8 @@ def test_verifiers_and_audits_pages_list_what_the_service_holds(keyed: Backgroun
 
 
 def test_with_keys_the_pages_need_a_key_or_the_login_cookie(keyed: BackgroundServer) -> None:
-    with httpx.Client(base_url=keyed.url, timeout=60) as http:
+    # A browser names the page its forms come from (the login's same-origin check).
+    with httpx.Client(base_url=keyed.url, timeout=60, headers={"Origin": keyed.url}) as http:
         for path in ("/ui", "/ui/verifiers", "/ui/audits?x=1"):
             r = http.get(path)
             assert r.status_code == 303 and r.headers["location"].startswith("/ui/login?next=/ui"), path
@@ -227,8 +230,8 @@ def test_with_keys_the_pages_need_a_key_or_the_login_cookie(keyed: BackgroundSer
             assert r.status_code == 401 and r.json()["error"] == "unauthorized", path
             assert r.headers["www-authenticate"] == "Bearer"
             assert http.get(path, headers=bearer("wrong")).status_code == 401
-        for junk in ("bm90LWEta2V5", "%%%", "_"):  # "not-a-key" encoded, and undecodable ones
-            with httpx.Client(base_url=keyed.url, cookies={"referee_ui_key": junk}) as jar:
+        for junk in ("bm90LWEta2V5", "%%%", "_", API):  # no session's id (the key is none either)
+            with httpx.Client(base_url=keyed.url, cookies={"referee_ui_session": junk}) as jar:
                 assert jar.get("/ui").status_code == 303
 
         form = http.get("/ui/login", params={"next": "/ui/audits"})
@@ -245,7 +248,7 @@ def test_with_keys_the_pages_need_a_key_or_the_login_cookie(keyed: BackgroundSer
         assert right.status_code == 303 and right.headers["location"] == "/ui/audits"
         cookie = right.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
-        assert API not in cookie  # encoded, not the raw key (still a bearer secret: HttpOnly)
+        assert API not in cookie  # a session id (tests/service/test_ui_login.py)
         # httpx keeps the cookie for /ui paths: the pages and fragments open.
         assert http.get("/ui").status_code == 200
         assert http.get("/ui/fragments/overview").status_code == 200
@@ -253,7 +256,7 @@ def test_with_keys_the_pages_need_a_key_or_the_login_cookie(keyed: BackgroundSer
         # The cookie is the dashboard's only: the API still wants the header.
         assert http.get("/v1/stats/verifiers").status_code == 401
         out = http.post("/ui/logout")
-        assert out.status_code == 303 and 'referee_ui_key=""' in out.headers["set-cookie"]
+        assert out.status_code == 303 and 'referee_ui_session=""' in out.headers["set-cookie"]
         http.cookies.clear()
         assert http.get("/ui").status_code == 303
 

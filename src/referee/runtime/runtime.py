@@ -23,6 +23,7 @@ import structlog
 from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
 from referee.runtime.jobs import BackgroundJobs
+from referee.runtime.sessions import DashboardLogins
 from referee.sandbox import SandboxPool
 from referee.scoring import Admission, Scorer, WorkerPool
 from referee.settings import RegistrySettings, Settings, StatsSettings
@@ -68,6 +69,8 @@ class Runtime:
         self.catalog = VerifierCatalog(registry, self.installed, open_store(registry))
         self.stats = _statistics(settings.stats)
         self.audits: BackgroundJobs[Any] = BackgroundJobs(keep=AUDITS_KEPT)
+        # The dashboard's sessions and failed-login counts (in memory: nothing to start).
+        self.dashboard = DashboardLogins(settings.service)
         # The code sandbox never blocks start-up: if Docker is unreachable, the pool records
         # why and the verdicts that need it come back as errors.
         self._own_sandbox = (

@@ -7,22 +7,26 @@ zero-variance share), `/ui/verifiers` (installed verifiers, registered types wit
 versions), `/ui/audits` (audit jobs, their reports).
 
 Auth is the service's: open without keys; with keys, an API or admin key, sent as
-`Authorization: Bearer <key>` or, from a browser, as the HttpOnly cookie `/ui/login` sets
-(SameSite=Strict, path /ui). A page without a valid key redirects to the login form, a data
-fragment answers 401. Every page carries a Content-Security-Policy that runs only the
-service's own script files (the chart data is a `<script type="application/json">` block,
-never executed).
+`Authorization: Bearer <key>` or, from a browser, through a login at `/ui/login`, which opens a
+server-side session (`referee.runtime.sessions`) whose random id is the HttpOnly cookie
+(SameSite=Strict, Secure over TLS, path /ui); the key itself is never stored or sent back.
+Logging out ends the session on the server. Failed logins are limited per client (429 with
+Retry-After), and every state-changing form must come from this service's own pages
+(`same_origin.py`, 403 otherwise). A page without a valid session or key redirects to the
+login form, a data fragment answers 401. Every page carries a Content-Security-Policy that
+runs only the service's own script files (the chart data is a `<script
+type="application/json">` block, never executed).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
 
+import structlog
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
@@ -30,15 +34,17 @@ from starlette.templating import Jinja2Templates
 
 from referee.audit import audit_html, audit_markdown
 from referee.errors import DomainError, ErrorKind
-from referee.runtime import BackgroundJobs
+from referee.runtime import BackgroundJobs, DashboardLogins, SessionIdentity, client_of
 from referee.service.auth import Auth, AuthError, Role
-from referee.service.deps import AuditJobsDep, AuthDep, CatalogDep, StatsDep
+from referee.service.deps import AuditJobsDep, AuthDep, CatalogDep, RuntimeDep, StatsDep
 from referee.service.routes_stats import owner_label
+from referee.service.same_origin import require_same_origin
 from referee.service.ui_data import audit_rows, overview, verifier_rows
 
+log = structlog.get_logger(__name__)
+
 HERE = Path(__file__).resolve().parent
-COOKIE = "referee_ui_key"
-COOKIE_MAX_AGE_S = 12 * 3600
+COOKIE = "referee_ui_session"  # a session id, never a key
 REFRESH_S = 10
 # Scripts only from the service's own files; styles likewise; no frames, no plugins.
 CSP = (
@@ -50,12 +56,16 @@ REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sand
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Not "no-referrer": under it a browser sends `Origin: null` with the pages' own forms,
+    # which the same-origin check must refuse (any site can make its forms send it).
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
 templates = Jinja2Templates(directory=HERE / "templates")
-ui_router = APIRouter(include_in_schema=False)
+# Every state-changing request under /ui (login, logout, any form to come) must come from the
+# service's own pages: 403 otherwise.
+ui_router = APIRouter(include_in_schema=False, dependencies=[Depends(require_same_origin)])
 
 
 def ui_static() -> StaticFiles:
@@ -71,14 +81,26 @@ def _base(request: Request) -> str:
     return f"{request.scope.get('root_path', '').rstrip('/')}/ui"
 
 
-def _cookie_key(request: Request) -> str | None:
-    raw = request.cookies.get(COOKIE)
-    if not raw:
-        return None
-    try:
-        return base64.urlsafe_b64decode(raw.encode("ascii")).decode("utf-8")
-    except (ValueError, binascii.Error, UnicodeError):
-        return None
+def get_logins(runtime: RuntimeDep) -> DashboardLogins:
+    return runtime.dashboard
+
+
+LoginsDep = Annotated[DashboardLogins, Depends(get_logins)]
+
+
+def _client(request: Request) -> str:
+    # uvicorn puts the address a trusted proxy forwarded (X-Forwarded-For) here.
+    return client_of(request.client.host if request.client else None)
+
+
+class TooManyFailedLogins(DomainError):
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(
+            ErrorKind.throttled,
+            "too_many_failed_logins",
+            "too many failed logins from this address; retry after Retry-After seconds",
+            retry_after_s=retry_after_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -94,22 +116,38 @@ class Viewer:
         return owner_label(self.digest)
 
 
-def identify(request: Request, auth: AuthDep) -> Viewer:
-    """The caller, from `Authorization: Bearer` or the login cookie; AuthError (401) if none."""
-    if auth.open:
-        return Viewer(None, None)
-    header = request.headers.get("authorization")
-    if not header:
-        key = _cookie_key(request)
-        header = f"Bearer {key}" if key else None
-    role, digest = auth.identify(header)
+def _bearer_viewer(request: Request, auth: Auth, logins: DashboardLogins, header: str) -> Viewer:
+    """A key sent by a script: held to the failed-login limit like the form, so the fragments
+    are no faster a way to guess keys."""
+    client = _client(request)
+    wait = logins.throttle.retry_after(client)
+    if wait is not None:
+        raise TooManyFailedLogins(wait)
+    try:
+        role, digest = auth.identify(header)
+    except AuthError:
+        logins.throttle.failed(client)
+        raise
     return Viewer(role, digest)
 
 
-def page_viewer(request: Request, auth: AuthDep) -> Viewer | None:
+def identify(request: Request, auth: AuthDep, logins: LoginsDep) -> Viewer:
+    """The caller, from `Authorization: Bearer` or the session cookie; AuthError (401) if none."""
+    if auth.open:
+        return Viewer(None, None)
+    header = request.headers.get("authorization")
+    if header:
+        return _bearer_viewer(request, auth, logins, header)
+    session = logins.sessions.find(request.cookies.get(COOKIE))
+    if session is None:
+        raise AuthError(ErrorKind.unauthenticated, "no live dashboard session: log in at /ui/login")
+    return Viewer(Role(session.role), session.key_digest)
+
+
+def page_viewer(request: Request, auth: AuthDep, logins: LoginsDep) -> Viewer | None:
     """The caller of a page; None sends it to the login form."""
     try:
-        return identify(request, auth)
+        return identify(request, auth, logins)
     except AuthError:
         return None
 
@@ -250,35 +288,62 @@ def _form(body: bytes) -> dict[str, str]:
 
 
 @ui_router.post("/ui/login", response_class=HTMLResponse)
-async def login(request: Request, auth: AuthDep) -> Response:
-    """Form fields `key` and `next`. A valid API or admin key sets the cookie and goes on to
-    `next`; anything else shows the form again with 401."""
+async def login(request: Request, auth: AuthDep, logins: LoginsDep) -> Response:
+    """Form fields `key` and `next`. A valid API or admin key opens a session (its id in the
+    cookie) and goes on to `next`; a wrong one shows the form again with 401, and a client with
+    too many recent failures gets it with 429 and `Retry-After`, its key unchecked."""
     form = _form(await request.body())
     key = form.get("key", "").strip()
     target = _safe_next(request, form.get("next"))
     if auth.open:
         return RedirectResponse(target, status_code=303, headers=HEADERS)
+    client = _client(request)
+    wait = logins.throttle.retry_after(client)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait))
+        log.warning("ui_login_throttled", client=client, retry_after_s=seconds)
+        page = _render(
+            request,
+            auth,
+            "login.html",
+            None,
+            429,
+            page="login",
+            next=target,
+            error=f"Too many failed logins from your address: try again in {seconds} s.",
+        )
+        page.headers["Retry-After"] = str(seconds)
+        return page
     try:
-        auth.identify(f"Bearer {key}")
+        role, digest = auth.identify(f"Bearer {key}")
     except AuthError:
+        logins.throttle.failed(client)
         return _render(
             request, auth, "login.html", None, 401, page="login", next=target, error="Unknown key."
         )
+    # A new id at every login (never one the browser brought), and the old session ends.
+    logins.sessions.revoke(request.cookies.get(COOKIE))
+    session_id = logins.sessions.open(SessionIdentity(role.value, digest))
     response = RedirectResponse(target, status_code=303, headers=HEADERS)
     response.set_cookie(
         COOKIE,
-        base64.urlsafe_b64encode(key.encode("utf-8")).decode("ascii"),
-        max_age=COOKIE_MAX_AGE_S,
+        session_id,
+        max_age=math.ceil(logins.sessions.max_age_s),
         path=_base(request),
         httponly=True,
         samesite="strict",
+        # uvicorn takes the scheme from X-Forwarded-Proto when a trusted proxy sends it.
         secure=request.url.scheme == "https",
     )
     return response
 
 
 @ui_router.post("/ui/logout")
-async def logout(request: Request) -> Response:
+async def logout(request: Request, logins: LoginsDep) -> Response:
+    """Ends the session on the server (its cookie opens nothing any more) and clears the cookie."""
+    logins.sessions.revoke(request.cookies.get(COOKIE))
     response = RedirectResponse(f"{_base(request)}/login", status_code=303, headers=HEADERS)
-    response.delete_cookie(COOKIE, path=_base(request), httponly=True, samesite="strict")
+    response.delete_cookie(
+        COOKIE, path=_base(request), httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
     return response

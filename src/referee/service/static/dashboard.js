@@ -101,7 +101,8 @@
   document.addEventListener("htmx:afterSettle", (event) => {
     if (event.target && event.target.id === "overview-data") render();
   });
-  // A fragment refused with 401 (the login cookie expired): back to the login form.
+  // A fragment refused with 401 (the session ended: idle, too old, logged out): back to the
+  // login form.
   document.addEventListener("htmx:responseError", (event) => {
     if (event.detail.xhr && event.detail.xhr.status === 401) {
       const ui = document.body.dataset.ui || "/ui";
