@@ -1,10 +1,8 @@
-"""What the sync and async clients share: request building, response parsing, retry policy."""
+"""What the sync and async clients share: request building, response parsing, errors."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -26,17 +24,6 @@ from referee.models import (
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-RETRY_STATUSES = frozenset({429, 503})
-# Transport failures where the request was not (completely) processed. A read timeout is not
-# retried: the service is still working on the request, and a retry would double its load.
-RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.RemoteProtocolError,
-    httpx.ReadError,
-    httpx.WriteError,
-    httpx.PoolTimeout,
-)
 
 
 class RefereeError(Exception):
@@ -55,43 +42,13 @@ class RefereeHTTPError(RefereeError):
 
 
 class RefereeUnavailable(RefereeError):
-    """The service could not be reached after all retries (a service that stays overloaded
-    raises `RefereeHTTPError` with status 503 or 429 instead)."""
+    """The service could not be reached for the client's whole patience (or retries), or did
+    not answer within the timeout; a service that keeps answering 429/502/503/504 raises
+    `RefereeHTTPError` with that status instead. The message says how long it waited."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    retries: int = 3
-    backoff_s: float = 0.25
-    max_backoff_s: float = 8.0
-    # A 503 "overloaded" (a lane's queue is over its bound) is the service asking for patience,
-    # not a failure: it is retried after its Retry-After for up to this long in total, so a
-    # trainer's large batch waits its turn instead of failing the step.
-    overload_patience_s: float = 900.0
-
-    def next_wait(self, attempt: int, waited_s: float, response: httpx.Response) -> float | None:
-        """Seconds to wait before retrying `response` (a 429/503), or None to give up."""
-        retry_after = response.headers.get("Retry-After")
-        if response.status_code == 503 and _error_code(response) == "overloaded":
-            try:
-                told = min(60.0, max(1.0, float(retry_after or 1)))
-            except ValueError:
-                told = 1.0
-            wait = told * random.uniform(1.0, 1.25)  # spread the retries of many clients
-            return wait if waited_s + wait <= self.overload_patience_s else None
-        return self.delay(attempt, retry_after) if attempt < self.retries else None
-
-    def delay(self, attempt: int, retry_after: str | None = None) -> float:
-        if retry_after:
-            try:
-                return min(self.max_backoff_s, max(0.0, float(retry_after)))
-            except ValueError:
-                pass
-        # Full jitter: many trainer ranks retrying in lockstep would hit the service together.
-        return random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
-
-
-def _error_code(response: httpx.Response) -> str | None:
+def error_code(response: httpx.Response) -> str | None:
+    """The `error` field of an error body (None when the body is not Referee's JSON)."""
     try:
         body = response.json()
     except ValueError:
@@ -99,15 +56,19 @@ def _error_code(response: httpx.Response) -> str | None:
     return body.get("error") if isinstance(body, dict) else None
 
 
-def raise_for_error(response: httpx.Response) -> None:
+def raise_for_error(response: httpx.Response, note: str | None = None) -> None:
+    """Raise `RefereeHTTPError` for an error status; `note` (how long the client waited for a
+    better answer) is added to its message."""
     if response.status_code < 400:
         return
     try:
         body = response.json()
+        if not isinstance(body, dict):
+            raise ValueError("not an error object")
         error, message, detail = body.get("error", "http_error"), body.get("message", ""), body.get("detail")
     except ValueError:
         error, message, detail = "http_error", response.text[:500], None
-    raise RefereeHTTPError(response.status_code, error, message, detail)
+    raise RefereeHTTPError(response.status_code, error, f"{message} ({note})" if note else message, detail)
 
 
 def score_payload(

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from referee.client import _common as c
+from referee.client import _patience as p
 from referee.grouping import ChunkPolicy, chunk_groups
 from referee.models import (
     AdvantageConfig,
@@ -37,15 +38,19 @@ class Client:
         *,
         api_key: str | None = None,
         timeout: float = 60.0,
-        retries: int = 3,
+        patience_s: float | None = None,
+        retries: int | None = None,
         backoff_s: float = 0.25,
-        overload_patience_s: float = 900.0,
+        overload_patience_s: float | None = None,
         transport: httpx.BaseTransport | None = None,
         chunks: ChunkPolicy | None = None,
     ) -> None:
-        self._retry = c.RetryPolicy(
-            retries=retries, backoff_s=backoff_s, overload_patience_s=overload_patience_s
-        )
+        """`patience_s` (default 900): how long one request waits out a service that is down,
+        restarting or overloaded before it fails (`referee.client._patience`);
+        `overload_patience_s` is its former name. `retries`: at most this many resends after a
+        failure (None: patience alone decides). `timeout`: for one answer; a read timeout is
+        not resent."""
+        self._retry = p.RetryPolicy.of(patience_s, retries, backoff_s, overload_patience_s)
         self._chunks = chunks or ChunkPolicy()
         self._http = httpx.Client(
             base_url=base_url,
@@ -54,30 +59,26 @@ class Client:
             transport=transport,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
+        self._outage = p.Outage(base_url, self._retry.patience_s)
 
     def _request(
         self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None
     ) -> httpx.Response:
-        attempt, waited = 0, 0.0
+        attempts = p.Attempts(self._retry, self._outage, f"{method} {path}")
         while True:
+            sent_at = time.monotonic()
             try:
                 response = self._http.request(method, path, json=json, params=params)
-            except c.RETRY_EXCEPTIONS as exc:
-                if attempt >= self._retry.retries:
-                    raise c.RefereeUnavailable(f"{method} {path}: {exc!r}") from exc
-                time.sleep(self._retry.delay(attempt))
-                attempt += 1
+            except p.RESEND_EXCEPTIONS as exc:
+                time.sleep(attempts.after_error(exc, sent_at))
                 continue
             except httpx.TimeoutException as exc:
-                # Not retried: the service may still be working on it (see RETRY_EXCEPTIONS).
+                # Not resent: the service is still working on it (see referee.client._patience).
                 raise c.RefereeUnavailable(f"{method} {path}: no answer in time ({exc!r})") from exc
-            if response.status_code in c.RETRY_STATUSES:
-                wait = self._retry.next_wait(attempt, waited, response)
-                if wait is not None:
-                    time.sleep(wait)
-                    waited += wait
-                    attempt += 1
-                    continue
+            wait = attempts.after_response(response, sent_at)
+            if wait is not None:
+                time.sleep(wait)
+                continue
             c.raise_for_error(response)
             return response
 
