@@ -55,10 +55,12 @@ def test_only_digests_of_ids_are_held_and_their_number_is_bounded() -> None:
 def test_a_client_is_refused_after_its_failures_until_they_leave_the_window() -> None:
     clock = Clock()
     throttle = LoginThrottle(max_failures=3, window_s=60, max_failures_all=100, clock=clock)
+    reached = []
     for _ in range(3):
         assert throttle.retry_after("a") is None
-        throttle.failed("a")
+        reached.append(throttle.failed("a"))
         clock.now += 10
+    assert reached == [False, False, True]  # the one to log: the client is refused from now on
     # Failures at 1000, 1010, 1020; now 1030: the first leaves the window at 1060.
     assert throttle.retry_after("a") == pytest.approx(30)
     assert throttle.retry_after("b") is None

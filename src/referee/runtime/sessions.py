@@ -164,15 +164,18 @@ class LoginThrottle:
             waits.append(everyone[0] + self.window_s - now)
         return max(waits) if waits else None
 
-    def failed(self, client: str) -> None:
+    def failed(self, client: str) -> bool:
+        """Count a failure; True when it is the one that brings `client` to its limit."""
         now = self.clock()
         failures = self._by_client.pop(client, None)
         if failures is None:
             failures = deque(maxlen=self.max_failures)
             self._make_room()
+        self._recent(failures, now)
         failures.append(now)
         self._by_client[client] = failures
         self._all.append(now)
+        return len(failures) == self.max_failures
 
     def _recent(self, failures: deque[float] | None, now: float) -> deque[float]:
         while failures and failures[0] <= now - self.window_s:

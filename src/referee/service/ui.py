@@ -116,6 +116,12 @@ class Viewer:
         return owner_label(self.digest)
 
 
+def _failed_login(logins: DashboardLogins, client: str) -> None:
+    """Count a failure; logged once per client, at the one that makes it refused."""
+    if logins.throttle.failed(client):
+        log.warning("ui_login_refused", client=client, retry_after_s=math.ceil(logins.throttle.window_s))
+
+
 def _bearer_viewer(request: Request, auth: Auth, logins: DashboardLogins, header: str) -> Viewer:
     """A key sent by a script: held to the failed-login limit like the form, so the fragments
     are no faster a way to guess keys."""
@@ -126,7 +132,7 @@ def _bearer_viewer(request: Request, auth: Auth, logins: DashboardLogins, header
     try:
         role, digest = auth.identify(header)
     except AuthError:
-        logins.throttle.failed(client)
+        _failed_login(logins, client)
         raise
     return Viewer(role, digest)
 
@@ -301,7 +307,6 @@ async def login(request: Request, auth: AuthDep, logins: LoginsDep) -> Response:
     wait = logins.throttle.retry_after(client)
     if wait is not None:
         seconds = max(1, math.ceil(wait))
-        log.warning("ui_login_throttled", client=client, retry_after_s=seconds)
         page = _render(
             request,
             auth,
@@ -317,7 +322,7 @@ async def login(request: Request, auth: AuthDep, logins: LoginsDep) -> Response:
     try:
         role, digest = auth.identify(f"Bearer {key}")
     except AuthError:
-        logins.throttle.failed(client)
+        _failed_login(logins, client)
         return _render(
             request, auth, "login.html", None, 401, page="login", next=target, error="Unknown key."
         )
