@@ -2,7 +2,7 @@
 
 Sections: `service` (HTTP, auth), `limits` (request sizes), `workers` (verifier processes and
 admission), `registry` (which verifiers exist: extras, plugins, registered types and their
-store, webhooks), `stats`, `sandbox` and `ray`.
+store, webhooks), `stats`, `audits`, `sandbox` and `ray`.
 
 Each setting has one flat name, the environment variable without its `REFEREE_` prefix:
 `REFEREE_WORKERS` is `workers.count`, `REFEREE_SANDBOX_POOL_SIZE` is `sandbox.pool_size`,
@@ -193,6 +193,22 @@ class StatsSettings(Section):
     pass_threshold: float = 1.0
 
 
+class AuditSettings(Section):
+    """Audits run by the service (POST /v1/audits): how many, how large, and the share of the
+    code sandbox they may hold, so that scoring always has capacity."""
+
+    flat_prefix: ClassVar[str] = "audit_"
+
+    max_running: int = Field(default=2, ge=1, le=64, description="Audits running at once, all keys.")
+    max_running_per_key: int = Field(default=1, ge=1, le=64, description="Audits one key may run at once.")
+    max_rows: int = Field(default=20_000, ge=1, le=20_000, description="Rows of one audit.")
+    # Rows over one key's running audits (probes not counted).
+    max_rows_per_key: int = Field(default=20_000, ge=1)
+    # Sandbox run slots (REFEREE_SANDBOX_MAX_PARALLEL) audits may hold at once, over all
+    # audits: ⌊slots × share⌋, at least one; and none while a scoring program waits for one.
+    sandbox_share: float = Field(default=0.25, gt=0.0, le=1.0)
+
+
 class SandboxSettings(Section):
     """The Docker sandbox of the `code` verifier and registered python graders.
 
@@ -309,6 +325,7 @@ SECTIONS: dict[str, type[Section]] = {
     "workers": WorkerSettings,
     "registry": RegistrySettings,
     "stats": StatsSettings,
+    "audits": AuditSettings,
     "sandbox": SandboxSettings,
     "ray": RaySettings,
 }
@@ -386,6 +403,7 @@ class Settings(BaseSettings):
     workers: WorkerSettings = _section(WorkerSettings)
     registry: RegistrySettings = _section(RegistrySettings)
     stats: StatsSettings = _section(StatsSettings)
+    audits: AuditSettings = _section(AuditSettings)
     sandbox: SandboxSettings = _section(SandboxSettings)
     ray: RaySettings = _section(RaySettings)
 

@@ -11,7 +11,7 @@ import pytest
 
 from referee.errors import ErrorKind
 from referee.models import AdvantageConfig, GroupSpec
-from referee.scoring import Admission, LaneOverloaded, Scorer
+from referee.scoring import Admission, BackgroundOwner, BackgroundShare, LaneOverloaded, Scorer
 from referee.scoring import worker as worker_module
 from referee.settings import Settings
 from referee.verifiers import AsyncVerifier, Check, InstalledVerifiers, Resources, load_installed
@@ -147,3 +147,71 @@ async def test_the_engine_refuses_before_any_work_and_releases_when_done(
     results = await first
     assert all(r.rewards == [1.0] * 16 for r in results)
     assert admission.lanes["sandbox"].in_flight == 0 and admission.lanes["cpu"].in_flight == 0
+
+
+# ---- background work (audits): issue 27, defect 5 ----------------------------------------------
+
+
+def test_background_work_never_counts_against_scoring(admission: Admission, clock: Clock) -> None:
+    """Two audits' worth of slow programs in the sandbox lane: before, they filled the lane's
+    estimate (128 programs at a measured 1/s) and every other key got 503 while they ran."""
+    audit = BackgroundOwner("audit", "a1", key=b"key-1")
+    admission.admit({"sandbox": 64}, audit)
+    admission.admit({"sandbox": 64}, BackgroundOwner("audit", "a2", key=b"key-1"))
+    clock.now += 60.0  # a minute of `while True` programs: one completes (it is not measured)
+    admission.done("sandbox", 1, owner=audit)
+    admission.admit({"sandbox": 16}, b"key-2")  # a trainer's group: admitted
+    state = admission.lanes["sandbox"]
+    assert (state.in_flight, state.background) == (16, 127)
+    assert state.rate() == PRIORS["sandbox"]  # audits' programs do not make the lane look slow
+    assert admission.snapshot()["sandbox"]["background"] == 127
+    # Scoring's own bound still holds for scoring.
+    admission.admit({"sandbox": 100}, b"key-2")
+    with pytest.raises(LaneOverloaded):
+        admission.admit({"sandbox": 1}, b"key-3")
+
+
+async def test_the_background_share_holds_its_slots_and_yields_to_scoring() -> None:
+    scoring_waits = False
+    share = BackgroundShare.of_slots(9, 0.25, lambda: scoring_waits)
+    assert share.limit == 2 and BackgroundShare.of_slots(2, 0.25, lambda: False).limit == 1
+    release = asyncio.Event()
+    peak = 0
+
+    async def program() -> None:
+        nonlocal peak
+        async with share.slot():
+            peak = max(peak, share.held)
+            await release.wait()
+
+    tasks = [asyncio.create_task(program()) for _ in range(5)]
+    await wait_until_async(lambda: share.held == 2, 5, what="two slots held")
+    scoring_waits = True  # a scoring program waits for a run slot: no new audit program starts
+    release.set()
+    await wait_until_async(lambda: share.held == 0, 5, what="the holders done")
+    await asyncio.sleep(3 * BackgroundShare.POLL_S)
+    assert share.held == 0 and sum(t.done() for t in tasks) == 2
+    scoring_waits = False
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert peak == 2
+
+
+async def test_a_cancelled_waiter_takes_no_slot() -> None:
+    share = BackgroundShare(1)
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with share.slot():
+            held.set()
+            await release.wait()
+
+    first = asyncio.create_task(holder())
+    await held.wait()
+    waiter = asyncio.create_task(holder())
+    await asyncio.sleep(2 * BackgroundShare.POLL_S)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    release.set()
+    await first
+    assert share.held == 0

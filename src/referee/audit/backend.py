@@ -4,30 +4,75 @@
 are provided: `in_process()` (the scoring engine with its own worker pool and, for `code`, its
 own sandbox pool: an audit never competes with a service's scoring traffic) and `over_http()`
 (a running service through `referee.client`, for types registered there, `name@N`). A service
-that runs audits as background jobs passes a `ScoreGroups` over its own `Scorer` with an owner
-key of its own, so the audit waits in its own admission budget.
+that runs audits as background jobs passes a `ScoreGroups` over its own `Scorer`, admitted as
+background work (a `BackgroundOwner`) and holding at most the audits' `BackgroundShare` of the
+sandbox, so an audit never starves the service's scoring.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 
 from referee.client import AsyncClient
 from referee.models import AdvantageConfig, GroupResult, GroupSpec
 from referee.sandbox import SandboxPool, SandboxUnavailable
-from referee.scoring import Scorer, WorkerPool
+from referee.scoring import BackgroundShare, Scorer, WorkerPool
 from referee.settings import Settings
 from referee.verifiers import Resources, load_installed
 
 ScoreGroups = Callable[[Sequence[GroupSpec]], Awaitable[list[GroupResult]]]
 
 
-def scorer_backend(scorer: Scorer, owner: object = "audit") -> ScoreGroups:
-    """Score through an existing `Scorer` (a service's), admitted under `owner`."""
+def _uses_sandbox(scorer: Scorer, group: GroupSpec) -> bool:
+    names = [group.verifier] if isinstance(group.verifier, str) else [c.name for c in group.verifier]
+    for name in names:
+        try:
+            if scorer.resolve(name).lane == "sandbox":
+                return True
+        except Exception:  # an unknown name: scoring reports it as the row's error verdict
+            continue
+    return False
+
+
+def scorer_backend(
+    scorer: Scorer, owner: Hashable = "audit", share: BackgroundShare | None = None
+) -> ScoreGroups:
+    """Score through an existing `Scorer` (a service's), admitted under `owner`. With `share`,
+    each group that runs programs waits for a slot of it first (one program each: audit groups
+    hold one response), so the audit holds at most its share of the sandbox and queues none of
+    its programs in front of scoring's."""
+
+    async def score_now(groups: Sequence[GroupSpec]) -> list[GroupResult]:
+        return await scorer.score_groups(groups, AdvantageConfig(), on_invalid="error_verdict", owner=owner)
+
+    if share is None:
+        return score_now
+
+    async def one_program(group: GroupSpec) -> list[GroupResult]:
+        async with share.slot():
+            return await score_now([group])
 
     async def score(groups: Sequence[GroupSpec]) -> list[GroupResult]:
-        return await scorer.score_groups(groups, AdvantageConfig(), on_invalid="error_verdict", owner=owner)
+        programs = {i for i, g in enumerate(groups) if _uses_sandbox(scorer, g)}
+        if not programs:
+            return await score_now(groups)
+        results: list[GroupResult | None] = [None] * len(groups)
+        rest = [i for i in range(len(groups)) if i not in programs]
+
+        async def the_rest() -> None:
+            if rest:
+                for i, result in zip(rest, await score_now([groups[i] for i in rest]), strict=True):
+                    results[i] = result
+
+        async def program(i: int) -> None:
+            (results[i],) = await one_program(groups[i])
+
+        await asyncio.gather(the_rest(), *(program(i) for i in sorted(programs)))
+        done = [r for r in results if r is not None]
+        assert len(done) == len(groups), "every group is scored or the gather raised"
+        return done
 
     return score
 

@@ -1,6 +1,7 @@
 """Background jobs of a service (audits): a task each, with the record a client polls.
 
-The records of the last `keep` jobs are kept (a running one is never dropped); the runtime
+The records of the last `keep` jobs are kept (a running one is never dropped); a job can be
+cancelled (its task, and with it the work it awaits) or, once ended, forgotten; the runtime
 cancels the tasks still running when it stops.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 Record = TypeVar("Record")
@@ -20,8 +21,17 @@ class BackgroundJobs(Generic[Record]):
         self._records: OrderedDict[str, Record] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
-    def running(self) -> int:
-        return sum(not task.done() for task in self._tasks.values())
+    def running(self, where: Callable[[Record], bool] = lambda record: True) -> int:
+        """Jobs still running (those whose record `where` accepts)."""
+        return len(self.running_records(where))
+
+    def running_records(self, where: Callable[[Record], bool] = lambda record: True) -> list[Record]:
+        """The records of the jobs still running (those `where` accepts), oldest first."""
+        return [r for k, r in self._records.items() if not self._tasks[k].done() and where(r)]
+
+    def is_running(self, job_id: str) -> bool:
+        task = self._tasks.get(job_id)
+        return task is not None and not task.done()
 
     def start(self, job_id: str, record: Record, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` as a task; `record` is what `get` returns for `job_id` meanwhile and after."""
@@ -39,6 +49,23 @@ class BackgroundJobs(Generic[Record]):
     def records(self) -> list[Record]:
         """Oldest first."""
         return list(self._records.values())
+
+    async def cancel(self, job_id: str) -> bool:
+        """Cancel a running job and wait for its task to end; False if it was not running."""
+        task = self._tasks.get(job_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return True
+
+    def forget(self, job_id: str) -> bool:
+        """Drop an ended job's record; False if unknown or still running."""
+        task = self._tasks.get(job_id)
+        if task is None or not task.done():
+            return False
+        del self._records[job_id], self._tasks[job_id]
+        return True
 
     async def cancel_all(self) -> None:
         """Cancel the jobs still running and wait for them to end."""

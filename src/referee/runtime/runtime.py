@@ -25,7 +25,7 @@ from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, Veri
 from referee.runtime.jobs import BackgroundJobs
 from referee.runtime.sessions import DashboardLogins
 from referee.sandbox import SandboxPool
-from referee.scoring import Admission, Scorer, WorkerPool
+from referee.scoring import Admission, BackgroundShare, Scorer, WorkerPool
 from referee.settings import RegistrySettings, Settings, StatsSettings
 from referee.stats import Statistics, persisted
 from referee.verifiers import CodeSandbox, Resources, load_installed
@@ -77,6 +77,12 @@ class Runtime:
             SandboxPool(settings.sandbox) if sandbox is None and settings.sandbox.enabled else None
         )
         self.resources = Resources(sandbox=sandbox or self._own_sandbox)
+        # The sandbox run slots audits may hold, over all audits; none while scoring waits.
+        self.audit_share = BackgroundShare.of_slots(
+            settings.sandbox.max_parallel,
+            settings.audits.sandbox_share,
+            lambda: getattr(self.resources.sandbox, "queued", 0) > 0,
+        )
         self._observers: list[Observer] = []
         self.scorer = Scorer(
             settings.limits,

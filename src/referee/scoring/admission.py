@@ -18,6 +18,14 @@ while another trainer's request is still admitted. In the other lanes, whose exe
 first come first served, every queued unit counts, whoever owns it. Without keys every
 request has the same (no) owner and the two estimates agree.
 
+Background work (audits, owner a `BackgroundOwner`) is never refused here and never counts
+against scoring: it is bounded where it is made (an audit scores a few chunks at a time) and,
+in the sandbox lane, by `BackgroundShare`: at most a quarter of the run slots (at least one),
+and none taken while a scoring program waits for a slot. Its units are kept apart (`background`)
+so that a lane busy with an audit's slow programs (5,000 `while True` loops at 2 s each) neither
+looks full nor slow to a trainer: before that split such an audit held every other key's code
+scoring at 503 for as long as it ran.
+
 Throughput is measured, not configured: units completed per second of busy time (time with
 work in the lane), both decayed with a half-life so the estimate follows the load (a group of
 slow programs, a faster machine). Until a lane has been busy for a while a prior stands in.
@@ -25,9 +33,11 @@ slow programs, a faster machine). Until a lane has been busy for a while a prior
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from referee.errors import DomainError, ErrorKind
@@ -40,6 +50,20 @@ MIN_BUSY_S = 1.0
 HALF_LIFE_S = 30.0
 MAX_RETRY_AFTER_S = 60  # a client should look again within a minute, whatever the estimate
 FAIR_LANES: frozenset[Lane] = frozenset({"cpu"})  # executors that serve owners in turns
+
+
+@dataclass(frozen=True)
+class BackgroundOwner:
+    """Work done for a caller in the background (an audit job): admitted without the queueing
+    bound and kept out of scoring's estimates (see the module's doc)."""
+
+    kind: str
+    job_id: str
+    key: Hashable = None
+
+
+def is_background(owner: Hashable) -> bool:
+    return isinstance(owner, BackgroundOwner)
 
 
 class LaneOverloaded(DomainError):
@@ -63,6 +87,7 @@ class LaneState:
     prior_rate: float  # units/s assumed until measured
     in_flight: float = 0.0
     owned: dict[Hashable, float] = field(default_factory=dict)  # in_flight by owner
+    background: float = 0.0  # units of background owners: not in in_flight, nor measured
     busy_s: float = 0.0  # decayed seconds with work in flight
     completed: float = 0.0  # decayed units completed in that time
     last: float = field(default=0.0)
@@ -128,6 +153,11 @@ class Admission:
         return state.wait_s()
 
     def admit(self, units: Mapping[Lane, float], owner: Hashable = None) -> None:
+        if is_background(owner):
+            for lane, n in units.items():
+                if n > 0:
+                    self.lanes[lane].background += n
+            return
         for lane, n in units.items():
             if n <= 0:
                 continue
@@ -147,6 +177,9 @@ class Admission:
         """`units` of `lane` (admitted for `owner`) left the queue; `completed` counts them as
         throughput (work that failed before running must not make the lane look fast)."""
         state = self.lanes[lane]
+        if is_background(owner):
+            state.background = max(0.0, state.background - units)
+            return
         self._tick(state)
         state.in_flight = max(0.0, state.in_flight - units)
         left = state.owned.get(owner, 0.0) - units
@@ -167,5 +200,42 @@ class Admission:
                 "rate_per_s": round(state.rate(), 3),
                 "wait_s": round(state.wait_s(), 3),
                 "refused": self.refused[lane],
+                "background": state.background,
             }
         return out
+
+
+class BackgroundShare:
+    """The part of a pool of run slots that background work may hold: at most `limit` at once,
+    and a new one only while `foreground_waiting()` is false (scoring goes first). Holders wait
+    here, before admission, so background work never queues in the pool in front of scoring."""
+
+    POLL_S = 0.05  # how often a waiter looks at the foreground queue, which tells no one
+
+    def __init__(self, limit: int, foreground_waiting: Callable[[], bool] = lambda: False) -> None:
+        self.limit = max(1, limit)
+        self.foreground_waiting = foreground_waiting
+        self.held = 0
+        self._released = asyncio.Event()
+
+    @classmethod
+    def of_slots(cls, slots: int, fraction: float, foreground_waiting: Callable[[], bool]) -> BackgroundShare:
+        """⌊slots × fraction⌋ slots, at least one."""
+        return cls(max(1, math.floor(slots * fraction)), foreground_waiting)
+
+    def _free(self) -> bool:
+        return self.held < self.limit and not self.foreground_waiting()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one slot while the body runs (cancellation while waiting takes none)."""
+        while not self._free():
+            self._released.clear()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._released.wait(), self.POLL_S)
+        self.held += 1
+        try:
+            yield
+        finally:
+            self.held -= 1
+            self._released.set()
