@@ -2,25 +2,27 @@
 deployment's replicas through a `DeploymentHandle`, with no HTTP hop.
 
 Same methods and results as `referee.trainer_adapter.GroupRewarder` (it is one, with a
-`HandleScorer` in place of the HTTP client). What the HTTP client retries, this retries too:
-a 503 `overloaded` after its `Retry-After`, a 429, and a replica that died or became unreachable
-while it held the request (scoring has no side effect, so the request is sent again and Serve
-routes it to a live replica); every other error status raises `RefereeHTTPError`.
+`HandleScorer` in place of the HTTP client). What the HTTP client waits out, this waits out
+too, for the same `patience_s`: a 503 (`overloaded` after its `Retry-After`), 429, 502, 504, and
+a replica that died or became unreachable while it held the request (scoring has no side
+effect, so the request is sent again and Serve routes it to a live replica); every other error
+status raises `RefereeHTTPError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
+from dataclasses import replace
 from typing import Any
 
+import httpx
 from ray.exceptions import RayActorError
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
-from referee.client import RefereeHTTPError, RefereeUnavailable
+from referee.client import Attempts, Outage, RefereeHTTPError, RetryPolicy
 from referee.models import AdvantageConfig, GroupSpec, GroupsRequest, GroupsResponse, OnInvalid
 from referee.trainer_adapter import GroupRewarder
 
@@ -34,7 +36,12 @@ REPLICA_LOST: tuple[type[BaseException], ...] = (
 
 
 class HandleScorer:
-    """A `GroupScorer` over a Serve `DeploymentHandle` of `RefereeDeployment`."""
+    """A `GroupScorer` over a Serve `DeploymentHandle` of `RefereeDeployment`.
+
+    It waits as the HTTP client waits (`referee.client`'s patience): a replica lost while it
+    held the request, or none up yet, and answers 429/502/503/504 are retried with backoff
+    (after `Retry-After` when given) for up to `patience_s` per request, one outage logged
+    once; `lost_replica_patience_s` and `overload_patience_s` are former names of it."""
 
     def __init__(
         self,
@@ -42,15 +49,27 @@ class HandleScorer:
         *,
         api_key: str | None = None,
         on_invalid: OnInvalid = "reject",
-        lost_replica_patience_s: float = 120.0,
-        overload_patience_s: float = 900.0,
+        patience_s: float | None = None,
+        retries: int | None = None,
+        lost_replica_patience_s: float | None = None,
+        overload_patience_s: float | None = None,
     ) -> None:
         self.handle = handle
         self.api_key = api_key
         self.on_invalid: OnInvalid = on_invalid
-        self.lost_replica_patience_s = lost_replica_patience_s
-        self.overload_patience_s = overload_patience_s
+        former = lost_replica_patience_s if lost_replica_patience_s is not None else overload_patience_s
+        # A lost replica is replaced within seconds: a shorter backoff than over HTTP.
+        self.policy = replace(
+            RetryPolicy.of(patience_s, retries, overload_patience_s=former), backoff_s=0.1, max_backoff_s=2.0
+        )
+        self.outage = Outage(
+            f"ray://{getattr(handle, 'app_name', None) or 'referee'}", self.policy.patience_s
+        )
         self.retries = 0  # requests sent again (a lost replica, an overload), for tests and logs
+
+    @property
+    def patience_s(self) -> float:
+        return self.policy.patience_s
 
     async def score_groups(
         self, groups: list[GroupSpec], advantage: AdvantageConfig | None = None
@@ -62,33 +81,32 @@ class HandleScorer:
         return GroupsResponse.model_validate_json(body)
 
     async def _send(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        start = time.monotonic()
-        attempt = 0
+        attempts = Attempts(self.policy, self.outage, "groups (Serve handle)")
         while True:
+            sent_at = time.monotonic()
             try:
                 status, headers, content = await self.handle.groups.remote(body, self.api_key)
             except REPLICA_LOST as exc:
-                waited = time.monotonic() - start
-                if waited > self.lost_replica_patience_s:
-                    raise RefereeUnavailable(f"no Referee replica answered in {waited:.0f}s: {exc}") from exc
-                await asyncio.sleep(random.uniform(0, min(2.0, 0.1 * 2**attempt)))
+                wait = attempts.after_error(exc, sent_at)
             else:
-                if status < 400:
+                # The same rules as the HTTP client's, read from the same kind of answer.
+                answer = httpx.Response(status, headers=headers, content=content)
+                found = attempts.after_response(answer, sent_at)
+                if found is None:
+                    _raise_for_status(status, content)
                     return status, headers, content
-                error = _error_body(status, content)
-                retryable = status == 429 or (status == 503 and error.get("error") == "overloaded")
-                waited = time.monotonic() - start
-                if not retryable or waited > self.overload_patience_s:
-                    raise RefereeHTTPError(
-                        status,
-                        str(error.get("error", "http_error")),
-                        str(error.get("message", "")),
-                        error.get("detail"),
-                    )
-                told = _retry_after(headers)
-                await asyncio.sleep(told * random.uniform(1.0, 1.25))
-            attempt += 1
+                wait = found
+            await asyncio.sleep(wait)
             self.retries += 1
+
+
+def _raise_for_status(status: int, content: bytes) -> None:
+    if status < 400:
+        return
+    error = _error_body(status, content)
+    raise RefereeHTTPError(
+        status, str(error.get("error", "http_error")), str(error.get("message", "")), error.get("detail")
+    )
 
 
 def _error_body(status: int, content: bytes) -> dict[str, Any]:
@@ -97,13 +115,6 @@ def _error_body(status: int, content: bytes) -> dict[str, Any]:
     except ValueError:
         return {"error": "http_error", "message": content[:500].decode(errors="replace")}
     return body if isinstance(body, dict) else {"error": "http_error", "message": str(body)[:500]}
-
-
-def _retry_after(headers: dict[str, str]) -> float:
-    try:
-        return min(60.0, max(0.5, float(headers.get("retry-after") or 1)))
-    except ValueError:
-        return 1.0
 
 
 class RayGroupRewarder(GroupRewarder):
@@ -120,7 +131,9 @@ class RayGroupRewarder(GroupRewarder):
         *,
         app_name: str = "referee",
         api_key: str | None = None,
-        lost_replica_patience_s: float = 120.0,
+        patience_s: float | None = None,
+        retries: int | None = None,
+        lost_replica_patience_s: float | None = None,
         **kwargs: Any,
     ) -> None:
         if handle is None:
@@ -128,6 +141,10 @@ class RayGroupRewarder(GroupRewarder):
 
             handle = get_handle(app_name)
         self.handle_scorer = HandleScorer(
-            handle, api_key=api_key, lost_replica_patience_s=lost_replica_patience_s
+            handle,
+            api_key=api_key,
+            patience_s=patience_s,
+            retries=retries,
+            lost_replica_patience_s=lost_replica_patience_s,
         )
         super().__init__(self.handle_scorer, **kwargs)

@@ -44,10 +44,19 @@ class HandleClient:
     """The part of `referee.client.AsyncClient` the adapters use (`score_groups`), through a
     `HandleScorer`: chunked as the HTTP client chunks (a verl batch exceeds one request)."""
 
-    def __init__(self, url: str, api_key: str | None = None, chunks: ChunkPolicy | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        chunks: ChunkPolicy | None = None,
+        patience_s: float | None = None,
+        retries: int | None = None,
+    ) -> None:
         self.app_name = url.partition("://")[2].strip("/") or "referee"
         self.api_key = api_key
         self.chunks = chunks or ChunkPolicy()
+        self.patience_s = patience_s  # reward_kwargs' `patience_s` / `retries`, as over HTTP
+        self.retries = retries
         self._scorers: dict[OnInvalid, Any] = {}
 
     def _scorer(self, on_invalid: OnInvalid) -> Any:
@@ -58,7 +67,11 @@ class HandleClient:
             from referee.deploy.ray_serve import get_handle
 
             scorer = self._scorers[on_invalid] = HandleScorer(
-                get_handle(self.app_name), api_key=self.api_key, on_invalid=on_invalid
+                get_handle(self.app_name),
+                api_key=self.api_key,
+                on_invalid=on_invalid,
+                patience_s=self.patience_s,
+                retries=self.retries,
             )
         return scorer
 
@@ -79,8 +92,14 @@ class HandleClient:
 class SyncHandleClient:
     """`HandleClient` for the synchronous functions (verl's batch reward manager)."""
 
-    def __init__(self, url: str, api_key: str | None = None) -> None:
-        self._async = HandleClient(url, api_key)
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        patience_s: float | None = None,
+        retries: int | None = None,
+    ) -> None:
+        self._async = HandleClient(url, api_key, patience_s=patience_s, retries=retries)
 
     def score_groups(
         self,

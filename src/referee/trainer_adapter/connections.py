@@ -28,16 +28,17 @@ from referee.models import AdvantageConfig, GroupResult, Verdict
 BATCH_WINDOW_S = 0.005
 MAX_BATCH = 8192
 
-_sync_clients: dict[tuple[int, str, str | None], Any] = {}
-_batchers: dict[tuple[int, int, str, str | None], SampleBatcher] = {}
+_sync_clients: dict[tuple[Any, ...], Any] = {}
+_batchers: dict[tuple[Any, ...], SampleBatcher] = {}
 _lock: threading.Lock | None = None
 _lock_pid = -1
 
 
 # Connections other than HTTP, by URL scheme: `referee.deploy.verl_reward` registers `ray://`
 # (the Serve deployment's handle) when it is imported, so this package never imports `deploy`.
-# A factory takes (url, api_key) and returns an object with the client's `score_groups`.
-ConnectionFactory = Callable[[str, "str | None"], Any]
+# A factory takes (url, api_key, patience_s=..., retries=...) and returns an object with the
+# client's `score_groups`.
+ConnectionFactory = Callable[..., Any]
 _schemes: dict[str, tuple[ConnectionFactory, ConnectionFactory]] = {}
 
 
@@ -59,25 +60,43 @@ def _process_lock() -> threading.Lock:
     return _lock
 
 
-def sync_client(url: str, api_key: str | None) -> Any:
-    """One pooled `referee.client.Client` per process and service."""
-    key = (os.getpid(), url, api_key)
+class Patience(NamedTuple):
+    """How long (how often) a connection waits out a service that is restarting, unreachable or
+    overloaded before a call fails: `referee.client`'s `patience_s` and `retries` (None: the
+    client's defaults)."""
+
+    patience_s: float | None = None
+    retries: int | None = None
+
+    def settings(self) -> dict[str, Any]:
+        return {"patience_s": self.patience_s, "retries": self.retries}
+
+
+def sync_client(url: str, api_key: str | None, patience: Patience = Patience()) -> Any:
+    """One pooled `referee.client.Client` per process, service and patience."""
+    key = (os.getpid(), url, api_key, patience)
     with _process_lock():
         client = _sync_clients.get(key)
         if client is None:
             from referee.client import Client
 
             factories = _scheme_factories(url)
-            made = factories[0](url, api_key) if factories else Client(url, api_key=api_key)
+            settings = patience.settings()
+            made = (
+                factories[0](url, api_key, **settings)
+                if factories
+                else Client(url, api_key=api_key, **settings)
+            )
             client = _sync_clients[key] = made
     return client
 
 
-def use_client(url: str, api_key: str | None, client: Any) -> Any:
+def use_client(url: str, api_key: str | None, client: Any, patience: Patience = Patience()) -> Any:
     """Make `client` (a `referee.client.Client`, or None to forget it) this process's connection
     to `url`: a custom transport, proxy or TLS setup for functions a trainer calls by name
-    (verl's). Returns the client it replaces."""
-    key = (os.getpid(), url, api_key)
+    (verl's; `patience` as the functions' `patience_s`/`retries` keywords). Returns the client
+    it replaces."""
+    key = (os.getpid(), url, api_key, patience)
     with _process_lock():
         previous = _sync_clients.pop(key, None)
         if client is not None:
@@ -85,12 +104,12 @@ def use_client(url: str, api_key: str | None, client: Any) -> Any:
     return previous
 
 
-def batcher(url: str, api_key: str | None) -> SampleBatcher:
-    """The batcher of this process, running event loop and service."""
-    key = (os.getpid(), id(asyncio.get_running_loop()), url, api_key)
+def batcher(url: str, api_key: str | None, patience: Patience = Patience()) -> SampleBatcher:
+    """The batcher of this process, running event loop, service and patience."""
+    key = (os.getpid(), id(asyncio.get_running_loop()), url, api_key, patience)
     found = _batchers.get(key)
     if found is None:
-        found = _batchers[key] = SampleBatcher(url, api_key)
+        found = _batchers[key] = SampleBatcher(url, api_key, patience=patience)
     return found
 
 
@@ -112,12 +131,21 @@ def judged(results: list[GroupResult], where: list[Placement]) -> list[Judged]:
 class SampleBatcher:
     """Concurrent `judge(sample)` awaits on one loop -> one grouped request per burst."""
 
-    def __init__(self, url: str, api_key: str | None, chunks: ChunkPolicy | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None,
+        chunks: ChunkPolicy | None = None,
+        patience: Patience = Patience(),
+    ) -> None:
         from referee.client import AsyncClient
 
         factories = _scheme_factories(url)
+        settings = patience.settings()
         self.client = (
-            factories[1](url, api_key) if factories else AsyncClient(url, api_key=api_key, chunks=chunks)
+            factories[1](url, api_key, **settings)
+            if factories
+            else AsyncClient(url, api_key=api_key, chunks=chunks, **settings)
         )
         self._pending: list[tuple[Sample, asyncio.Future[Judged]]] = []
         self._flusher: asyncio.Task[None] | None = None

@@ -106,12 +106,18 @@ class GroupRewarder:
         max_concurrency: int = 4,
         api_key: str | None = None,
         timeout: float = 60.0,
+        patience_s: float | None = None,
+        retries: int | None = None,
     ) -> None:
+        """`patience_s`, `retries`: how long (how often) the client built from a URL waits out a
+        service that is restarting or unreachable before a step fails (`referee.client`)."""
         self.chunks = ChunkPolicy(max_groups_per_request, max_responses_per_request, max_concurrency)
         self._scorer = scorer if not isinstance(scorer, str) else None
         self._url = scorer if isinstance(scorer, str) else None
         self._api_key = api_key
         self._timeout = timeout
+        self._patience_s = patience_s
+        self._retries = retries
         self._clients: dict[int, Any] = {}
         self.verifier = verifier
         self.options = dict(options or {})
@@ -125,7 +131,13 @@ class GroupRewarder:
         if client is None:
             from referee.client import AsyncClient  # imported lazily: the client pulls in httpx
 
-            client = AsyncClient(self._url or "", api_key=self._api_key, timeout=self._timeout)
+            client = AsyncClient(
+                self._url or "",
+                api_key=self._api_key,
+                timeout=self._timeout,
+                patience_s=self._patience_s,
+                retries=self._retries,
+            )
             self._clients[loop_id] = client
         return client
 

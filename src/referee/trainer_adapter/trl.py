@@ -77,6 +77,8 @@ class _RefereeRewardBase:
         options_column: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
+        patience_s: float | None = None,
+        retries: int | None = None,
         name: str = "referee",
         turns: Turns = "last",
         prompt_id_column: str | None = None,
@@ -85,7 +87,12 @@ class _RefereeRewardBase:
         """`prompt_id_column`: the dataset column holding each row's id (it must exist when
         named); by default a "prompt_id" column is used when the dataset has one, and a digest
         of the prompt otherwise (also for a row whose id is empty). `prompt_ids=False` sends no
-        ids (the service then keeps no per-prompt statistics for these groups)."""
+        ids (the service then keeps no per-prompt statistics for these groups).
+
+        `patience_s` (default 900): how long a call waits out a service that is restarting,
+        unreachable or overloaded (refused or reset connections, 502/503/504) before it raises,
+        so a restart of the service pauses training instead of ending it; `retries` caps the
+        resends (None: patience alone decides). See `referee.client`."""
         self.url = url
         self.verifier = verifier
         self.options = dict(options or {})
@@ -94,6 +101,8 @@ class _RefereeRewardBase:
         self.options_column = options_column
         self.api_key = api_key
         self.timeout = timeout
+        self.patience_s = patience_s
+        self.retries = retries
         self.turns = turns  # which assistant turn(s) of a conversational completion to judge
         self.prompt_id_column = prompt_id_column
         self.prompt_ids = prompt_ids
@@ -176,6 +185,15 @@ class _RefereeRewardBase:
                 log_extra(f"referee/{name}", scores)
             log_extra("referee/reason", [v.reason or "" for v in verdicts])
 
+    def _client_settings(self) -> dict[str, Any]:
+        # getattr: an instance pickled before these settings existed has none (then the defaults).
+        return {
+            "api_key": self.api_key,
+            "timeout": self.timeout,
+            "patience_s": getattr(self, "patience_s", None),
+            "retries": getattr(self, "retries", None),
+        }
+
     def __getstate__(self) -> dict[str, Any]:
         # Picklable (TRL and multiprocessing may copy reward functions): clients are rebuilt lazily.
         state = dict(self.__dict__)
@@ -201,7 +219,7 @@ class RefereeReward(_RefereeRewardBase):
         if self._client is None:
             from referee.client import Client
 
-            self._client = Client(self.url, api_key=self.api_key, timeout=self.timeout)
+            self._client = Client(self.url, **self._client_settings())
         return self._client
 
     def __call__(
@@ -240,9 +258,7 @@ class AsyncRefereeReward(_RefereeRewardBase):
         if client is None:
             from referee.client import AsyncClient
 
-            client = self._clients[loop_id] = AsyncClient(
-                self.url, api_key=self.api_key, timeout=self.timeout
-            )
+            client = self._clients[loop_id] = AsyncClient(self.url, **self._client_settings())
         return client
 
     async def __call__(

@@ -32,8 +32,11 @@ reference. Either way this module keeps no client, lock or loop in its globals (
 `connections`).
 
 ``reward_kwargs`` may set `url`, `api_key`, `verifier`, `options`, `error_score`,
-`return_dict` and `turns` (an agent loop's episode: its last assistant turn by default, see
-`referee.turns`). The service URL defaults to the ``REFEREE_URL`` environment variable.
+`return_dict`, `turns` (an agent loop's episode: its last assistant turn by default, see
+`referee.turns`), and `patience_s` / `retries`: how long a call waits out a service that is
+restarting, unreachable or overloaded before it raises (default 900 s, see `referee.client`),
+so a restart of the service pauses the step instead of ending the run. The service URL
+defaults to the ``REFEREE_URL`` environment variable.
 
 Which verifier judges a sample, first match wins:
 1. ``extra_info["verifier"]`` (and ``extra_info["verifier_options"]``);
@@ -111,10 +114,10 @@ def _service(url: str | None, api_key: str | None) -> tuple[str, str | None]:
     return url or os.environ.get("REFEREE_URL", DEFAULT_URL), api_key or os.environ.get("REFEREE_API_KEY")
 
 
-def _client(url: str | None, api_key: str | None) -> Any:
+def _client(url: str | None, api_key: str | None, patience: connections.Patience) -> Any:
     # No client, lock or loop in this module's globals: verl may load this file under a name
     # of its own and cloudpickle its functions by value (see trainer_adapter/connections.py).
-    return connections.sync_client(*_service(url, api_key))
+    return connections.sync_client(*_service(url, api_key), patience)
 
 
 def resolve_verifier(
@@ -201,12 +204,14 @@ def _sample(
     )
 
 
-def _score_batch(samples: list[Sample], url: str | None, api_key: str | None) -> list[connections.Judged]:
+def _score_batch(
+    samples: list[Sample], url: str | None, api_key: str | None, patience: connections.Patience
+) -> list[connections.Judged]:
     """One `/v1/groups` call (chunked when large) for `samples`; each sample's outcome."""
     specs, where = group_samples(samples)
     if not samples:
         return []
-    client = _client(url, api_key)
+    client = _client(url, api_key, patience)
     results = (
         client.score_groups(specs, AdvantageConfig(), on_invalid="error_verdict").groups if specs else []
     )
@@ -226,6 +231,8 @@ def compute_score_batch(
     error_score: float = 0.0,
     return_dict: bool = False,
     turns: Turns = "last",
+    patience_s: float | None = None,
+    retries: int | None = None,
     **_: Any,
 ) -> list[float | dict[str, float]]:
     """Batched form (verl's BatchRewardManager): one `/v1/groups` request for the whole batch."""
@@ -236,7 +243,7 @@ def compute_score_batch(
             data_sources, solution_strs, ground_truths, infos, strict=True
         )
     ]
-    outcomes = _score_batch(samples, url, api_key)
+    outcomes = _score_batch(samples, url, api_key, connections.Patience(patience_s, retries))
     return [_result(o, s.verifier, error_score, return_dict) for o, s in zip(outcomes, samples, strict=True)]
 
 
@@ -253,12 +260,14 @@ def compute_score(
     error_score: float = 0.0,
     return_dict: bool = False,
     turns: Turns = "last",
+    patience_s: float | None = None,
+    retries: int | None = None,
     **_: Any,
 ) -> float | dict[str, float]:
     """Per-sample form (verl's NaiveRewardManager / default `custom_reward_function`): a group of
     one, so its result has no `referee/zero_variance` key (a lone sample never has spread)."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
-    [outcome] = _score_batch([sample], url, api_key)
+    [outcome] = _score_batch([sample], url, api_key, connections.Patience(patience_s, retries))
     return _result(outcome, sample.verifier, error_score, return_dict, with_zero_variance=False)
 
 
@@ -275,12 +284,15 @@ async def compute_score_async(
     error_score: float = 0.0,
     return_dict: bool = False,
     turns: Turns = "last",
+    patience_s: float | None = None,
+    retries: int | None = None,
     **_: Any,
 ) -> float | dict[str, float]:
     """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
     sample, all at once): the concurrent calls of a step are sent as one grouped request."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
-    outcome = await connections.batcher(*_service(url, api_key)).judge(sample)
+    patience = connections.Patience(patience_s, retries)
+    outcome = await connections.batcher(*_service(url, api_key), patience).judge(sample)
     return _result(outcome, sample.verifier, error_score, return_dict)
 
 
