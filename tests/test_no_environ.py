@@ -21,6 +21,9 @@ ALLOWED = {
     "candidate program's (supervisor, zygote), not the service's configuration",
     "trainer_adapter/verl.py": "verl imports its reward function by path and calls it without "
     "arguments: the trainer's environment (REFEREE_URL, REFEREE_API_KEY) says where the service is",
+    "trainer_adapter/openrlhf.py": "OpenRLHF calls its reward file's function with the samples only: "
+    "the rollout actors' environment (REFEREE_OPENRLHF_URL, REFEREE_API_KEY, REFEREE_PATIENCE_S) "
+    "configures it",
     "trainer_adapter/grpo/demo.py": "starts a service process of its own; a child process takes "
     "its settings through its environment",
     "deploy/ray_serve.py": "sets Ray's own proxy configuration, which Ray reads from the environment "

@@ -24,6 +24,8 @@ DOCUMENTS = [
 NOT_SETTINGS = {
     "URL": "clients and trainer adapters: where the service is",
     "API_KEY": "clients and trainer adapters: their key",
+    "OPENRLHF_URL": "trainer_adapter/openrlhf.py: the route OpenRLHF's reward file calls",
+    "PATIENCE_S": "trainer_adapter/openrlhf.py: how long it waits out a restarting service",
     "TEST_TIME_FACTOR": "tests/timing.py",
     "EVALS_DIR": "tests/data",
     "UI_SCREENSHOT": "tests/service/test_dashboard.py",

@@ -38,6 +38,11 @@ async def test_async_client_in_process() -> None:
             with pytest.raises(RefereeHTTPError) as info:
                 await client.score("missing", "a", "a")
             assert info.value.status_code == 404 and info.value.error == "unknown_verifier"
+            rewards = await client.openrlhf_reward(
+                {"query": ["Q: A:4", "Q: A:5"], "prompts": ["Q: A:", "Q: A:"], "labels": ["4", "4"]},
+                params={"verifier": "exact"},
+            )
+            assert rewards.rewards == [1.0, 0.0]
 
 
 @pytest.fixture(scope="module")

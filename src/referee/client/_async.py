@@ -20,6 +20,8 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
     PromptFilter,
     PromptStatsPage,
     ScoreRequest,
@@ -106,6 +108,17 @@ class AsyncClient:
             return c.parse_groups(await self._request("POST", "/v1/groups", body)).groups
 
         return GroupsResponse(groups=await score_in_chunks(post, request.groups, self._chunks))
+
+    async def openrlhf_reward(
+        self,
+        request: OpenRLHFRequest | Mapping[str, Any],
+        params: Mapping[str, Any] | None = None,
+        path: str = c.OPENRLHF_PATH,
+    ) -> OpenRLHFResponse:
+        """OpenRLHF's remote reward protocol (`{query, prompts, labels}`), with the client's
+        patience; `params` are the route's query (`verifier`, `on_error`, `strip_eos`)."""
+        body = c.openrlhf_payload(request)
+        return c.parse_openrlhf(await self._request("POST", path, body, params=params))
 
     async def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(await self._request("GET", "/v1/verifiers"))

@@ -14,6 +14,8 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
     PromptFilter,
     PromptStatsPage,
     ScoreRequest,
@@ -119,6 +121,18 @@ def prompt_stats_params(filter: PromptFilter | str, last: int, limit: int, offse
     """The query of `GET /v1/stats/prompts`; an unknown filter name fails here (ValueError),
     before a request is made. The ranges are the service's to check (a 422 names them)."""
     return {"filter": PromptFilter(filter).value, "last": last, "limit": limit, "offset": offset}
+
+
+OPENRLHF_PATH = "/v1/openrlhf/reward"
+
+
+def openrlhf_payload(request: OpenRLHFRequest | Mapping[str, Any]) -> dict[str, Any]:
+    parsed = request if isinstance(request, OpenRLHFRequest) else OpenRLHFRequest.model_validate(request)
+    return parsed.model_dump(mode="json", exclude_none=True)
+
+
+def parse_openrlhf(response: httpx.Response) -> OpenRLHFResponse:
+    return OpenRLHFResponse.model_validate_json(response.content)
 
 
 def parse_prompt_stats(response: httpx.Response) -> PromptStatsPage:

@@ -20,6 +20,8 @@ from referee.models import (
     GroupsRequest,
     GroupsResponse,
     OnInvalid,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
     PromptFilter,
     PromptStatsPage,
     ScoreRequest,
@@ -117,6 +119,17 @@ class Client:
         if len(results) != len(request.groups):
             raise c.RefereeError(f"service returned {len(results)} groups for {len(request.groups)} sent")
         return GroupsResponse(groups=results)
+
+    def openrlhf_reward(
+        self,
+        request: OpenRLHFRequest | Mapping[str, Any],
+        params: Mapping[str, Any] | None = None,
+        path: str = c.OPENRLHF_PATH,
+    ) -> OpenRLHFResponse:
+        """OpenRLHF's remote reward protocol (`{query, prompts, labels}`), with the client's
+        patience; `params` are the route's query (`verifier`, `on_error`, `strip_eos`)."""
+        body = c.openrlhf_payload(request)
+        return c.parse_openrlhf(self._request("POST", path, body, params=params))
 
     def verifiers(self) -> list[VerifierInfo]:
         return c.parse_verifiers(self._request("GET", "/v1/verifiers"))

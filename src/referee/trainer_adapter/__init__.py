@@ -1,5 +1,6 @@
 """Reward adapters for trainers (TRL, verl, a generic group rewarder) and the built-in GRPO loop.
-OpenRLHF's remote reward protocol is a route of the service instead (`referee.service.openrlhf`).
+OpenRLHF's remote reward protocol is a route of the service instead (`referee.service.openrlhf`);
+`openrlhf` is the reward file OpenRLHF can load to reach that route with the client's patience.
 
 They reach the service only over HTTP, through `referee.client`. Other packages use only the
 names below (enforced by tests/test_layering.py); `trl`, `verl` and `grpo` are imported by
