@@ -123,6 +123,7 @@ def test_an_unreachable_server_is_a_503_not_a_500() -> None:
     assert store.health()[0] is False
     with pytest.raises(RegistryUnavailable):
         store.get("x")
+    store.close()  # and its reconnection thread
 
 
 def _r1_math(weight: float) -> dict[str, Any]:

@@ -5,6 +5,11 @@
 verifier objects once and cached; the cache is dropped whenever the store's generation moves
 (a registration or a DELETE, by this process or another one sharing the database).
 
+While the store cannot be read (its database server down, `RegistryUnavailable`), the catalog
+serves what it has loaded: the latest versions it knew of, and every version it has built since
+the process started, pinned ones included. A name it has not loaded is then a 503 (the store
+cannot say whether it exists), never a 404; registrations are refused by the store itself.
+
 `register()` is the activation gate: the examples run through the service's own scoring path
 (the `score_examples` callable the service passes in) and the version is stored only if every
 example reproduces its expected score. A registration that asks for probes (`probes` in the
@@ -30,7 +35,7 @@ from referee.errors import DomainError, ErrorKind
 from referee.models import RegisterExample, RegisterRequest, Verdict, VerdictStatus, VersionInfo
 from referee.registered import declarative, python_grader, webhook
 from referee.registered.secrets_box import SecretBox, SecretUnavailable
-from referee.registered.store import QuotaExceeded, StoredVersion, VerifierStore
+from referee.registered.store import QuotaExceeded, RegistryUnavailable, StoredVersion, VerifierStore
 from referee.settings import RegistrySettings
 from referee.verifiers.base import Verifier
 from referee.verifiers.installed import InstalledVerifiers, UnknownVerifier
@@ -101,11 +106,16 @@ class VerifierCatalog:
         self._generation: object = None
         self._latest: dict[str, StoredVersion] = {}
         self._instances: dict[tuple[str, int], Verifier] = {}
+        # Versions built under an earlier generation: served again only while the store cannot
+        # be read (versions are immutable; one disabled since is then still served).
+        self._loaded: dict[tuple[str, int], Verifier] = {}
 
     async def reseal_secrets(self) -> int:
         """Encrypt every stored webhook secret under the primary key of REFEREE_SECRET_KEYS
         (plain-text ones from before encryption at rest, and ones under a rotated-out key that
-        is still configured); the number of secrets stored. A secret no key opens is kept."""
+        is still configured); the number of secrets stored. A secret no key opens is kept.
+        A registry that cannot be reached leaves them as they are (0): the service starts
+        anyway, serves built-in verifiers and reconnects; the next start reseals them."""
         if not self.secrets.configured:
             return 0
 
@@ -116,7 +126,11 @@ class VerifierCatalog:
                 log.warning("webhook_secret_undecryptable")
                 return stored
 
-        return await asyncio.to_thread(self.store.reseal, reseal)
+        try:
+            return await asyncio.to_thread(self.store.reseal, reseal)
+        except RegistryUnavailable as exc:
+            log.warning("webhook_secrets_not_resealed", reason=exc.why)
+            return 0
 
     def _open_secret(self, stored: str | None) -> str | None:
         if stored is None:
@@ -132,12 +146,18 @@ class VerifierCatalog:
 
     # ---- resolution ------------------------------------------------------------------------
 
-    def _refresh(self) -> None:
-        generation = self.store.generation()
-        if generation != self._generation:
-            self._latest = {r.name: r for r in self.store.latest_active()}
-            self._instances.clear()
-            self._generation = generation
+    def _refresh(self) -> RegistryUnavailable | None:
+        """Reload after a change; the error, if the store cannot be read (what was loaded stays)."""
+        try:
+            generation = self.store.generation()
+            if generation != self._generation:
+                self._latest = {r.name: r for r in self.store.latest_active()}
+                self._loaded.update(self._instances)
+                self._instances.clear()
+                self._generation = generation
+        except RegistryUnavailable as exc:
+            return exc
+        return None
 
     def names(self) -> list[str]:
         self._refresh()
@@ -147,7 +167,7 @@ class VerifierCatalog:
         base, _, version = name.partition("@")
         if base in self.installed:
             return self.installed.get(name)
-        self._refresh()
+        unreadable = self._refresh()
         record: StoredVersion | None
         if not version:
             record = self._latest.get(base)
@@ -155,10 +175,17 @@ class VerifierCatalog:
             key = (base, int(version))
             if key in self._instances:
                 return self._instances[key]
-            record = self.store.get(base, int(version))
+            try:
+                record = self.store.get(base, int(version))
+            except RegistryUnavailable:
+                if key in self._loaded:
+                    return self._loaded[key]
+                raise
         else:
-            record = None
+            raise UnknownVerifier(name, self.names())
         if record is None:
+            if unreadable is not None:  # perhaps registered meanwhile: say so, not 404
+                raise unreadable
             raise UnknownVerifier(name, self.names())
         return self._instance(record)
 
@@ -189,6 +216,7 @@ class VerifierCatalog:
             secret = self._open_secret(record.secret)  # None: no key opens it; calls are masked
             cls = self._build(record.name, str(record.version), record.kind, doc["spec"], doc, secret)
             self._instances[key] = cls()
+            self._loaded.pop(key, None)
         return self._instances[key]
 
     def _build(

@@ -12,7 +12,16 @@ same transaction.
 Visibility bound: a replica re-reads the counter at most every `refresh_s` (1 s by default); the
 catalog checks `generation()` on each resolution of a registered name, so a type registered
 through any replica is served by every replica within `refresh_s` plus one query, and at once by
-the replica that registered it. A server that cannot be reached is `RegistryUnavailable` (503).
+the replica that registered it.
+
+Faults. Connections speak UTF-8 whatever the database's encoding (a `SQL_ASCII` database would
+otherwise hand back `bytes`). A server that cannot be reached starts an outage: from then on every
+read and write fails at once with `RegistryUnreachable` (503; the catalog keeps serving the
+versions it has loaded) while one daemon thread reconnects with exponential backoff, and the
+first connection that works ends the outage, /readyz included, with no write needed. A connection
+found dead afterwards (the server restarted between two uses) is replaced and a read retried
+once. What clients and /readyz see never names the server (host, port, user, database); the log
+says which server it is, without the password.
 """
 
 from __future__ import annotations
@@ -21,11 +30,15 @@ import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import structlog
+
 from referee.registered.store import _SCHEMA as _SQLITE_SCHEMA
-from referee.registered.store import RegistryUnavailable, SQLiteStore
+from referee.registered.store import RegistryUnavailable, RegistryUnreachable, SQLiteStore
+
+log = structlog.get_logger(__name__)
 
 # SQLite's schema with PostgreSQL's float type, and the shared change counter.
 _SCHEMA = (
@@ -37,39 +50,129 @@ INSERT INTO registry_generation (id, value) VALUES (1, 0) ON CONFLICT (id) DO NO
 )
 # One key for every registry writer (pg_advisory_xact_lock): ASCII "referee!".
 _WRITE_LOCK = 0x7265666572656521
+# SQLSTATEs that mean "no server to talk to": connection exceptions (class 08), and a server
+# shutting down, crashed or still starting (57P01-57P03).
+_SERVER_GONE = ("08", "57P01", "57P02", "57P03")
+
+
+def _describe(exc: Exception) -> str:
+    """An error as clients and /readyz may see it: its class and the server's own message.
+    libpq's client-side text is left out: it names the host and port."""
+    state = getattr(exc, "sqlstate", None)
+    if state is None:
+        return type(exc).__name__
+    return f"{type(exc).__name__} ({state}): {exc.diag.message_primary}"[:200]  # type: ignore[attr-defined]
+
+
+def _server_location(url: str, conninfo_to_dict: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """Which server a DSN names, for the log: everything but the password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:  # not parseable: then connecting fails too, and says so
+        return {}
+    return {k: v for k, v in parts.items() if k in ("host", "hostaddr", "port", "dbname", "user")}
+
+
+class _Outage:
+    """The server known to be unreachable. While it is, `check()` fails at once, so nothing
+    waits on a dead server (the event loop least of all), and one daemon thread calls `probe`
+    with exponential backoff; the first probe that succeeds ends the outage."""
+
+    def __init__(
+        self, probe: Callable[[], None], first_s: float, max_s: float, server: dict[str, Any]
+    ) -> None:
+        self._probe = probe
+        self._first_s, self._max_s = first_s, max_s
+        self._server = server
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self.since: float | None = None  # monotonic time the outage began; None: none now
+
+    def check(self) -> None:
+        if self.since is not None:
+            raise RegistryUnreachable()
+
+    def begin(self, exc: Exception) -> None:
+        with self._lock:
+            if self.since is not None or self._closed.is_set():
+                return
+            self.since = time.monotonic()
+            threading.Thread(target=self._reconnect, name="registry-reconnect", daemon=True).start()
+        log.warning("registry_database_unreachable", server=self._server, error=str(exc)[:300])
+
+    def _reconnect(self) -> None:
+        delay = self._first_s
+        while not self._closed.wait(delay):
+            try:
+                self._probe()
+            except Exception:  # still down (or refusing us): try again later
+                delay = min(delay * 2, self._max_s)
+                continue
+            with self._lock:
+                began, self.since = self.since, None
+            log.info(
+                "registry_database_reachable",
+                server=self._server,
+                after_s=round(time.monotonic() - (began or time.monotonic()), 1),
+            )
+            return
+
+    def close(self) -> None:
+        self._closed.set()
 
 
 class _Connection:
     """A psycopg connection with the face `SQLiteStore` uses: `execute` with `?` placeholders,
-    `executemany`, `close`; a database error is `RegistryUnavailable`."""
+    `executemany`, `close`; a database error is `RegistryUnavailable` (`RegistryUnreachable`
+    when the server is gone)."""
 
-    def __init__(self, raw: Any, errors: type[Exception]) -> None:
+    def __init__(self, store: PostgresStore, raw: Any) -> None:
+        self.store = store
         self.raw = raw
-        self._errors = errors
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        query, args = sql.replace("?", "%s"), tuple(params)
+        standalone = self.raw.info.transaction_status == self.store.pg.pq.TransactionStatus.IDLE
         try:
-            return self.raw.execute(sql.replace("?", "%s"), tuple(params))
-        except self._errors as exc:
-            raise RegistryUnavailable(f"{type(exc).__name__}: {exc}"[:200]) from exc
+            return self.raw.execute(query, args)
+        except self.store.pg.Error as exc:
+            if not (standalone and self.raw.broken):
+                raise self.store.failure(exc, self.raw) from exc
+        # The connection died since its last use (the server restarted in between). Outside a
+        # transaction the statement is a read (every write runs in one), so it is retried once
+        # on a new connection.
+        self.raw.close()
+        self.raw = self.store.open_connection()
+        try:
+            return self.raw.execute(query, args)
+        except self.store.pg.Error as exc:
+            raise self.store.failure(exc, self.raw) from exc
 
     def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> None:
         try:
             with self.raw.cursor() as cursor:
                 cursor.executemany(sql.replace("?", "%s"), [tuple(r) for r in rows])
-        except self._errors as exc:
-            raise RegistryUnavailable(f"{type(exc).__name__}: {exc}"[:200]) from exc
+        except self.store.pg.Error as exc:
+            raise self.store.failure(exc, self.raw) from exc
 
     def close(self) -> None:
         self.raw.close()
 
 
 class PostgresStore(SQLiteStore):
-    """`VerifierStore` over PostgreSQL: `PostgresStore("postgresql://user@host:5432/referee")`."""
+    """`VerifierStore` over PostgreSQL: `PostgresStore("postgresql://user@host:5432/referee")`.
+    `reconnect_s`: the first and the longest wait between reconnection attempts in an outage."""
 
-    def __init__(self, url: str, *, refresh_s: float = 1.0, connect_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        refresh_s: float = 1.0,
+        connect_timeout_s: float = 10.0,
+        reconnect_s: tuple[float, float] = (0.25, 5.0),
+    ) -> None:
         try:  # an optional dependency (the `postgres` extra): imported only when used
-            self._pg = importlib.import_module("psycopg")
+            self.pg = importlib.import_module("psycopg")
         except ImportError as exc:
             raise ImportError("PostgresStore needs psycopg 3: pip install 'referee[postgres]'") from exc
         self.url = url
@@ -82,37 +185,88 @@ class PostgresStore(SQLiteStore):
         self._writes = 0
         self._write_failure: str | None = None
         self._seen: tuple[int, float] = (-1, 0.0)  # (shared counter, when it was read)
+        server = _server_location(url, self.pg.conninfo.conninfo_to_dict)
+        self._outage = _Outage(self._probe, *reconnect_s, server=server)
 
-    def _connect(self, *, create: bool = True) -> Any:
-        """This thread's connection (made, and the schema created, on first use)."""
-        conn: _Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.raw.closed and not conn.raw.broken:
-            return conn
+    def __repr__(self) -> str:  # never the DSN: it may carry a password
+        return f"PostgresStore(refresh_s={self.refresh_s})"
+
+    # ---- connections and faults ---------------------------------------------------------------
+
+    def failure(self, exc: Exception, raw: Any) -> RegistryUnavailable:
+        """The 503 for a database error. One that says the server is gone starts an outage."""
+        state = getattr(exc, "sqlstate", None) or ""
+        gone = (raw is not None and raw.broken) or (
+            isinstance(exc, self.pg.OperationalError) and (not state or state.startswith(_SERVER_GONE))
+        )
+        if gone:
+            self._outage.begin(exc)
+            return RegistryUnreachable()
+        return RegistryUnavailable(_describe(exc))
+
+    def open_connection(self) -> Any:
+        """A new connection in UTF-8 whatever the database's encoding (a `SQL_ASCII` database
+        answers `bytes` otherwise), the schema created on first use."""
+        raw = None
         try:
-            raw = self._pg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout)
+            raw = self.pg.connect(
+                self.url, autocommit=True, connect_timeout=self._connect_timeout, client_encoding="utf8"
+            )
             if not self._schema_ready:
                 with raw.transaction():
                     raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
                     raw.execute(_SCHEMA)
                 self._schema_ready = True
-        except self._pg.Error as exc:
-            self._write_failure = f"{type(exc).__name__}: {exc}"[:300]
-            raise RegistryUnavailable(f"{type(exc).__name__}: {exc}"[:200]) from exc
-        conn = _Connection(raw, self._pg.Error)
+        except self.pg.Error as exc:
+            if raw is not None:
+                raw.close()
+            raise self.failure(exc, None) from exc
+        return raw
+
+    def _probe(self) -> None:
+        """The outage's reconnection attempt: a connection that answers a query."""
+        raw = self.open_connection()
+        try:
+            raw.execute("SELECT 1")
+        finally:
+            raw.close()
+
+    def _connect(self, *, create: bool = True) -> Any:
+        """This thread's connection (made on first use); RegistryUnreachable at once while the
+        server is known to be down."""
+        self._outage.check()
+        conn: _Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and not conn.raw.closed and not conn.raw.broken:
+            return conn
+        conn = _Connection(self, self.open_connection())
         self._local.conn = conn
         with self._lock:
             self._connections.append(conn)
         return conn
 
+    def health(self) -> tuple[bool, str]:
+        since = self._outage.since
+        if since is not None:
+            down_s = time.monotonic() - since
+            return False, f"the registry database cannot be reached (for {down_s:.0f} s); reconnecting"
+        return super().health()
+
+    def close(self) -> None:
+        self._outage.close()
+        super().close()
+
+    # ---- reads and writes ---------------------------------------------------------------------
+
     def generation(self) -> object:
         """The shared write counter, re-read at most every `refresh_s` (the visibility bound),
-        and this store's own writes (seen at once)."""
+        and this store's own writes (seen at once). RegistryUnavailable when it cannot be read:
+        the catalog then serves what it has loaded."""
+        self._outage.check()  # between two reads as well: an outage makes unloaded names 503
         counter, read_at = self._seen
         now = time.monotonic()
         if now - read_at >= self.refresh_s:
-            with contextlib.suppress(RegistryUnavailable):
-                row = self._connect().execute("SELECT value FROM registry_generation WHERE id = 1").fetchone()
-                counter = int(row[0]) if row else 0
+            row = self._connect().execute("SELECT value FROM registry_generation WHERE id = 1").fetchone()
+            counter = int(row[0]) if row else 0
             self._seen = (counter, now)
         return (counter, self._writes)
 
@@ -120,18 +274,22 @@ class PostgresStore(SQLiteStore):
     def _transaction(self, conn: Any) -> Iterator[None]:
         """One write transaction, serialised with every other writer by the advisory lock, and
         bumping the shared generation. A database error is RegistryUnavailable (503), which
-        health() reports until a write succeeds."""
+        health() reports until a write succeeds, or RegistryUnreachable, which health() reports
+        until the server answers again."""
         try:
+            # A connection that died since its last use is replaced here, before anything is written.
+            conn.execute("SELECT 1")
             with conn.raw.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))
                 yield
                 conn.execute("UPDATE registry_generation SET value = value + 1 WHERE id = 1")
-        except (self._pg.Error, RegistryUnavailable) as exc:
-            cause = exc.__cause__ or exc
-            self._write_failure = f"{type(cause).__name__}: {cause}"[:300]
-            if isinstance(exc, RegistryUnavailable):
+        except (self.pg.Error, RegistryUnavailable) as exc:
+            failure = exc if isinstance(exc, RegistryUnavailable) else self.failure(exc, conn.raw)
+            if not isinstance(failure, RegistryUnreachable):
+                self._write_failure = failure.why
+            if failure is exc:
                 raise
-            raise RegistryUnavailable(str(exc)[:200]) from exc
+            raise failure from exc
         self._write_failure = None
         with self._lock:
             self._writes += 1

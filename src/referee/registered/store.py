@@ -72,14 +72,32 @@ REGISTRY_RETRY_AFTER_S = 5.0
 
 class RegistryUnavailable(DomainError):
     """The registry cannot take a write now (locked by another writer beyond the busy timeout,
-    disk full, I/O error): a 503 with Retry-After, never a 500; nothing was written."""
+    disk full, I/O error): a 503 with Retry-After, never a 500; nothing was written. `why` is
+    shown to clients and on /readyz, so it never names the database's location."""
 
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, *, message: str | None = None) -> None:
+        self.why = why
         super().__init__(
             ErrorKind.unavailable,
             "registry_unavailable",
-            f"the registry cannot be written now ({why}); retry later",
+            message or f"the registry cannot be written now ({why}); retry later",
             retry_after_s=REGISTRY_RETRY_AFTER_S,
+        )
+
+
+class RegistryUnreachable(RegistryUnavailable):
+    """The registry's database server cannot be reached (stopped, restarting, cut off): nothing
+    can be read or written there, but the catalog still serves every version it has loaded, so
+    only registrations and names it has not seen wait for the server."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the registry database cannot be reached",
+            message=(
+                "the registry database cannot be reached: registrations, and registered types "
+                "this replica has not loaded, wait until it is back (types already loaded are "
+                "still scored); retry later"
+            ),
         )
 
 

@@ -1,0 +1,180 @@
+"""PostgreSQL faults under the registry (issue 27, item 7), against a real server that the tests
+stop and restart (tests/support/postgres_server.py): a `SQL_ASCII` database serves registered
+types like a UTF-8 one; while the server is down the versions already loaded are still scored,
+registrations and names never loaded are 503 saying the registry is unreachable; the service
+recovers by itself once the server is back (/readyz included, without a write); and no error
+body or /readyz reason names the server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from structlog.testing import capture_logs
+
+pytest.importorskip("psycopg", reason="needs the `postgres` extra: pip install -e '.[postgres]'")
+
+from referee.registered.postgres import PostgresStore
+from referee.registered.store import RegistryUnavailable
+from referee.service.background import BackgroundServer, free_port
+from tests.conftest import make_settings
+from tests.registered.conftest import SECRET_KEY
+from tests.registered.test_api import r1_math
+from tests.support.postgres_server import PostgresCluster, postgres_cluster
+from tests.timing import wait_until
+
+ANSWER = {"response": "<think>2+2</think><answer>\\boxed{4}</answer>", "reference": {"answer": "4"}}
+
+
+@pytest.fixture
+def cluster() -> Iterator[PostgresCluster]:
+    with postgres_cluster() as running:
+        yield running
+
+
+def _score(http: httpx.Client, verifier: str) -> httpx.Response:
+    return http.post("/v1/score", json={"verifier": verifier, **ANSWER})
+
+
+def _exact(http: httpx.Client) -> httpx.Response:
+    scored = http.post("/v1/score", json={"verifier": "exact", "response": "4", "reference": "4"})
+    assert scored.status_code == 200, scored.text
+    return scored
+
+
+def _registry_check(http: httpx.Client) -> dict[str, Any]:
+    ready = http.get("/readyz")
+    assert ready.status_code == 200, ready.text  # reported; the registry never makes it unready
+    check: dict[str, Any] = ready.json()["checks"]["registry"]
+    return check
+
+
+def _unreachable(response: httpx.Response, cluster: PostgresCluster) -> None:
+    """A 503 with Retry-After that says the registry cannot be reached, and not where it is."""
+    assert response.status_code == 503, response.text
+    assert int(response.headers["Retry-After"]) >= 1
+    body = response.json()
+    assert body["error"] == "registry_unavailable" and "cannot be reached" in body["message"], body
+    _names_no_server(response.text, cluster)
+
+
+def _names_no_server(text: str, cluster: PostgresCluster) -> None:
+    assert "127.0.0.1" not in text and str(cluster.port) not in text, text
+
+
+def test_a_sql_ascii_database_serves_registered_types(cluster: PostgresCluster) -> None:
+    url = cluster.create_database("legacy", encoding="SQL_ASCII")
+    body = {**r1_math("ascii.type"), "description": "équation, non-ASCII text"}
+    with (
+        BackgroundServer(make_settings(workers=1, db_url=url)) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
+        created = http.post("/v1/verifiers", json=body)
+        assert created.status_code == 201, created.text
+        scored = _score(http, "ascii.type")
+        assert scored.status_code == 200 and scored.json()["score"] == 1.0, scored.text
+        assert _score(http, "ascii.type@1").status_code == 200
+        unknown = _score(http, "ascii.missing")
+        assert unknown.status_code == 404 and unknown.json()["error"] == "unknown_verifier", unknown.text
+        listed = {v["name"] for v in http.get("/v1/verifiers").json()["verifiers"]}
+        assert "ascii.type" in listed
+        versions = http.get("/v1/verifiers/ascii.type/versions")
+        assert (
+            versions.status_code == 200
+            and versions.json()["versions"][0]["description"] == body["description"]
+        )
+    store = PostgresStore(url)
+    stored = store.get("ascii.type")
+    assert stored is not None and isinstance(stored.name, str) and isinstance(stored.document, dict)
+    store.close()
+
+
+def test_an_outage_keeps_loaded_types_scored_and_recovers_by_itself(cluster: PostgresCluster) -> None:
+    settings = make_settings(workers=1, db_url=cluster.url, db_refresh_s=0.2)
+    with (
+        BackgroundServer(settings) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
+        # Before: @1 scored (loaded), then @2 registered, which the unpinned name now means.
+        assert http.post("/v1/verifiers", json=r1_math("pg.type")).status_code == 201
+        assert _score(http, "pg.type@1").json()["score"] == 1.0
+        assert http.post("/v1/verifiers", json=r1_math("pg.type", 0.2)).status_code == 201
+        assert _score(http, "pg.type").json()["verifier"] == "pg.type@2"
+        assert _registry_check(http)["ok"] is True
+
+        cluster.stop()
+        # During: what was loaded is scored, the latest and the pinned version alike.
+        for name, version in (("pg.type", "pg.type@2"), ("pg.type@1", "pg.type@1"), ("pg.type", "pg.type@2")):
+            scored = _score(http, name)
+            assert scored.status_code == 200 and scored.json()["verifier"] == version, scored.text
+            assert scored.json()["score"] == 1.0
+        _unreachable(_score(http, "pg.never"), cluster)  # perhaps registered elsewhere: not a 404
+        _unreachable(_score(http, "pg.type@9"), cluster)
+        _unreachable(http.post("/v1/verifiers", json=r1_math("pg.other")), cluster)
+        assert _exact(http).json()["score"] == 1.0  # built-ins never ask the registry
+        registry = _registry_check(http)
+        assert registry["ok"] is False and "cannot be reached" in registry["reason"], registry
+        _names_no_server(str(registry), cluster)
+
+        cluster.start()
+        # After: the registry recovers with no write and no restart; then everything works.
+        wait_until(lambda: _registry_check(http)["ok"] is True, 30, 0.05, what="the registry to recover")
+        assert _score(http, "pg.type@1").json()["score"] == 1.0
+        unknown = _score(http, "pg.never")
+        assert unknown.status_code == 404, unknown.text
+        assert http.post("/v1/verifiers", json=r1_math("pg.other")).status_code == 201
+        assert _score(http, "pg.other").json()["verifier"] == "pg.other@1"
+
+
+def test_a_server_restarted_between_two_uses_is_reconnected(cluster: PostgresCluster) -> None:
+    """Every connection the store held died with the restart: the next read and the next write
+    go through on new ones, with no 503 and no outage reported."""
+    store = PostgresStore(cluster.url)
+    store.add("kept", "python", "d1", {"spec": 1}, None, max_names=10)
+    cluster.stop()
+    cluster.start()
+    assert store.get("kept") is not None
+    assert store.add("kept", "python", "d2", {"spec": 2}, None, max_names=10)[0].version == 2
+    assert store.health() == (True, "ok")
+    store.close()
+
+
+def test_errors_and_health_never_name_the_server() -> None:
+    """An unreachable server (a URL with a password): the 503, /readyz's reason and the log;
+    the log says which server (host and port, for the operator) but never the password."""
+    port = free_port()
+    store = PostgresStore(f"postgresql://dbuser:hunter2@127.0.0.1:{port}/dbname_x", connect_timeout_s=2)
+    with capture_logs() as logs:
+        with pytest.raises(RegistryUnavailable) as refused:
+            store.add("x", "python", "d", {}, None, max_names=10)
+    shown = [refused.value.message, store.health()[1], repr(store)]
+    with pytest.raises(RegistryUnavailable) as read:
+        store.get("x")
+    shown.append(read.value.message)
+    for text in shown:
+        for part in ("127.0.0.1", str(port), "dbuser", "hunter2", "dbname_x"):
+            assert part not in text, text
+    assert store.health()[0] is False
+    logged = str(logs)
+    assert str(port) in logged and "hunter2" not in logged, logged
+    store.close()
+
+
+def test_a_service_started_while_the_server_is_down_starts_and_recovers(cluster: PostgresCluster) -> None:
+    """Built-in verifiers are served from the start, registered types once the server answers
+    (no restart); the secrets it could not reseal at start are left as they were."""
+    cluster.stop()
+    settings = make_settings(workers=1, db_url=cluster.url, secret_keys=[SECRET_KEY])
+    with (
+        BackgroundServer(settings) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
+        assert _registry_check(http)["ok"] is False
+        _unreachable(_score(http, "pg.type"), cluster)
+        assert _exact(http).json()["score"] == 1.0
+        cluster.start()
+        wait_until(lambda: _registry_check(http)["ok"] is True, 30, 0.05, what="the registry to recover")
+        assert http.post("/v1/verifiers", json=r1_math("pg.type")).status_code == 201
+        assert _score(http, "pg.type").json()["score"] == 1.0
