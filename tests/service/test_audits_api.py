@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from referee.service.background import BackgroundServer
-from referee.service.ui import HEADERS, REPORT_CSP
+from referee.service.security_headers import HEADERS, REPORT_CSP
 from tests.conftest import make_settings
 from tests.data import devset
 from tests.timing import wait_until, within

@@ -106,7 +106,7 @@ AUDIT = {
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
     """A service with keys: groups scored with the API key, a type registered (two versions),
-    an audit done."""
+    an audit done by the API key (the key the browser logs in with: an audit is its key's)."""
     settings = make_settings(
         workers=1,
         api_keys=[API, OTHER],
@@ -119,6 +119,7 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer
             for spec in (WHOLE_ANSWER, NUMERIC):
                 r = http.post("/v1/verifiers", json=registration(spec))
                 assert r.status_code == 201, r.text
+        with httpx.Client(base_url=server.url, timeout=60, headers=bearer(API)) as http:
             finished_audit(http, AUDIT)
         yield server
 
@@ -442,6 +443,20 @@ def test_the_dashboard_in_a_real_browser(keyed: BackgroundServer, tmp_path: Path
             page.go_back()
             page.click("#audits-table a >> text=Markdown")
             assert "exact" in page.locator("body").inner_text()
+
+            # A running audit's cancel button: the browser's own form passes the same-origin
+            # check and the audit ends cancelled (tests/service/test_dashboard_audits.py).
+            with httpx.Client(base_url=keyed.url, timeout=60, headers=bearer(API)) as http:
+                sleepy = [{"response": "0.5", "reference": None, "expected": 1.0}] * 40
+                started = http.post(
+                    "/v1/audits", json={"verifier": "test.sleepy", "rows": sleepy, "probes": False}
+                )
+                assert started.status_code == 202, started.text
+                running = started.json()["id"]
+            page.goto(f"{keyed.url}/ui/audits")
+            page.click(f'tr[data-audit="{running}"] form.cancel-audit button')
+            page.wait_for_selector(f'tr[data-audit="{running}"].status-cancelled')
+            assert page.url == f"{keyed.url}/ui/audits"
 
             # Logging out sends the next page view back to the form.
             page.goto(f"{keyed.url}/ui")

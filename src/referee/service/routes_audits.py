@@ -11,7 +11,8 @@ key's code scoring got 503 for hours (issue 27).
 Quotas (`settings.audits`): audits running at once over all keys (503 beyond) and per key
 (429), rows per audit (422) and over a key's running audits (429). An audit is the business of
 the key that started it: every other key (admins excepted) gets 404 for it, as for an id that
-never existed, and the list shows a key its own. `DELETE` cancels a running audit (its task
+never existed, and the list shows a key its own; the dashboard (`ui.py`) asks the same
+`Caller` and cancels through `cancel_visible` too. `DELETE` cancels a running audit (its task
 and the sandbox work it waits for) or forgets an ended one. Jobs are the runtime's
 (`runtime.audits`: the last AUDITS_KEPT, running ones cancelled when the service stops), in
 memory, so a restart forgets them: the report is the client's to keep.
@@ -46,6 +47,7 @@ from referee.scoring import BackgroundOwner
 from referee.service.auth import Role
 from referee.service.deps import CLIENT, AuditJobsDep, AuthDep, RuntimeDep
 from referee.service.errors import documented
+from referee.service.security_headers import REPORT_HEADERS
 from referee.settings import AuditSettings
 
 # Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
@@ -79,21 +81,31 @@ class Caller:
     key: Hashable
     sees_all: bool
 
+    @classmethod
+    def of(cls, role: Role | None, digest: Hashable) -> Caller:
+        """The caller of `role` (None: an open service, no keys to tell callers apart, so every
+        audit is everyone's) and key `digest`. The API and the dashboard both ask this."""
+        return cls(digest, sees_all=role is None or role is Role.admin)
+
     def may_see(self, job: AuditJob) -> bool:
         return self.sees_all or job._key == self.key
 
 
 def get_caller(request: Request, auth: AuthDep) -> Caller:
-    if auth.open:  # no keys to tell callers apart: every audit is everyone's
-        return Caller(None, sees_all=True)
-    role, digest = auth.identify(request.headers.get("authorization"))
-    return Caller(digest, sees_all=role is Role.admin)
+    if auth.open:
+        return Caller.of(None, None)
+    return Caller.of(*auth.identify(request.headers.get("authorization")))
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-def _visible(jobs: BackgroundJobs[AuditJob], audit_id: str, caller: Caller) -> AuditJob:
+def visible_jobs(jobs: BackgroundJobs[AuditJob], caller: Caller) -> list[AuditJob]:
+    """The jobs `caller` may see (its own; an admin or an open service: all), oldest first."""
+    return [job for job in jobs.records() if caller.may_see(job)]
+
+
+def visible_job(jobs: BackgroundJobs[AuditJob], audit_id: str, caller: Caller) -> AuditJob:
     """The job, or 404 alike for an unknown id and another key's audit (ids must not leak)."""
     job = jobs.get(audit_id)
     if job is None or not caller.may_see(job):
@@ -101,6 +113,14 @@ def _visible(jobs: BackgroundJobs[AuditJob], audit_id: str, caller: Caller) -> A
             ErrorKind.not_found, "unknown_audit", f"no audit {audit_id!r} (kept: the last {jobs.keep})"
         )
     return job
+
+
+async def cancel_visible(jobs: BackgroundJobs[AuditJob], audit_id: str, caller: Caller) -> AuditJob | None:
+    """Cancel `caller`'s running audit (its scoring and queued sandbox work with it) and return
+    its job, status `cancelled`; None when it had already ended. 404 as `visible_job`. The one
+    cancel path of `DELETE /v1/audits/{id}` and the dashboard's cancel button."""
+    job = visible_job(jobs, audit_id, caller)
+    return job if await jobs.cancel(audit_id) else None
 
 
 def _check_quotas(jobs: BackgroundJobs[AuditJob], limits: AuditSettings, key: Hashable, rows: int) -> None:
@@ -214,17 +234,7 @@ async def start_audit(body: AuditRequest, runtime: RuntimeDep, caller: CallerDep
 @audits_router.get("", response_model=AuditList, responses=documented(401, 429))
 async def list_audits(jobs: AuditJobsDep, caller: CallerDep) -> AuditList:
     """The audits this key started (an admin key: every audit), oldest first, without reports."""
-    return AuditList(
-        audits=[job.model_copy(update={"report": None}) for job in jobs.records() if caller.may_see(job)]
-    )
-
-
-def _report_headers() -> dict[str, str]:
-    """The dashboard's security headers, with its policy for reports (own styles, data: plots,
-    sandboxed). Imported here, not at the top: the dashboard's modules import this one."""
-    from referee.service.ui import HEADERS, REPORT_CSP
-
-    return {**HEADERS, "Content-Security-Policy": REPORT_CSP}
+    return AuditList(audits=[job.model_copy(update={"report": None}) for job in visible_jobs(jobs, caller)])
 
 
 @audits_router.get(
@@ -250,14 +260,14 @@ async def get_audit(
 ) -> Response | AuditJob:
     """The job: its progress while it runs, its report when done (`format=markdown|html`: the
     report alone, once done)."""
-    job = _visible(jobs, audit_id, caller)
+    job = visible_job(jobs, audit_id, caller)
     if format == "json" or job.report is None:
         return job
     if format == "markdown":
         return PlainTextResponse(
-            audit_markdown(job.report), media_type="text/markdown", headers=_report_headers()
+            audit_markdown(job.report), media_type="text/markdown", headers=REPORT_HEADERS
         )
-    return HTMLResponse(audit_html(job.report), headers=_report_headers())
+    return HTMLResponse(audit_html(job.report), headers=REPORT_HEADERS)
 
 
 @audits_router.delete(
@@ -273,8 +283,8 @@ async def get_audit(
 async def delete_audit(audit_id: str, jobs: AuditJobsDep, caller: CallerDep) -> Response | AuditJob:
     """A running audit is cancelled (its scoring and queued sandbox work with it) and its job
     returned, status `cancelled`; an ended one is forgotten (204)."""
-    job = _visible(jobs, audit_id, caller)
-    if await jobs.cancel(audit_id):
-        return job.model_copy(update={"report": None})
+    cancelled = await cancel_visible(jobs, audit_id, caller)
+    if cancelled is not None:
+        return cancelled.model_copy(update={"report": None})
     jobs.forget(audit_id)
     return Response(status_code=204)

@@ -1,10 +1,12 @@
-"""The dashboard: read-only pages at `/ui`, rendered on the server (Jinja2), charts drawn by
+"""The dashboard: pages at `/ui`, rendered on the server (Jinja2), charts drawn by
 Chart.js, data fragments refreshed by htmx. Both libraries are vendored under `static/vendor/`
 (`scripts/vendor-ui.sh`): the service needs no network to serve them.
 
 Pages: `/ui` (verifier activity over the last hour, the caller's prompt difficulty and
 zero-variance share), `/ui/verifiers` (installed verifiers, registered types with their
-versions), `/ui/audits` (audit jobs, their reports).
+versions), `/ui/audits` (audit jobs, their reports, a cancel button on a running one). The
+audits are those `/v1/audits` shows the same key (`routes_audits.Caller`: its own, an admin
+key's every one); another key's report is 404 here as there.
 
 Auth is the service's: open without keys; with keys, an API or admin key, sent as
 `Authorization: Bearer <key>` or, from a browser, through a login at `/ui/login`, which opens a
@@ -32,13 +34,15 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Red
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from referee.audit import audit_html, audit_markdown
+from referee.audit import AuditReport, audit_html, audit_markdown
 from referee.errors import DomainError, ErrorKind
 from referee.runtime import BackgroundJobs, DashboardLogins, SessionIdentity, client_of
 from referee.service.auth import Auth, AuthError, Role
 from referee.service.deps import AuditJobsDep, AuthDep, CatalogDep, RuntimeDep, StatsDep
+from referee.service.routes_audits import AuditJob, Caller, cancel_visible, visible_job, visible_jobs
 from referee.service.routes_stats import owner_label
 from referee.service.same_origin import require_same_origin
+from referee.service.security_headers import HEADERS, REPORT_HEADERS
 from referee.service.ui_data import audit_rows, overview, verifier_rows
 
 log = structlog.get_logger(__name__)
@@ -46,22 +50,6 @@ log = structlog.get_logger(__name__)
 HERE = Path(__file__).resolve().parent
 COOKIE = "referee_ui_session"  # a session id, never a key
 REFRESH_S = 10
-# Scripts only from the service's own files; styles likewise; no frames, no plugins.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-)
-# An audit's HTML report: its own inline style and data: plots, nothing else, in a sandbox.
-REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    # Not "no-referrer": under it a browser sends `Origin: null` with the pages' own forms,
-    # which the same-origin check must refuse (any site can make its forms send it).
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-
 templates = Jinja2Templates(directory=HERE / "templates")
 # Every state-changing request under /ui (login, logout, any form to come) must come from the
 # service's own pages: 403 otherwise.
@@ -114,6 +102,12 @@ class Viewer:
     def owner(self) -> str:
         """Whose prompt statistics are shown: the caller's, as in GET /v1/stats/prompts."""
         return owner_label(self.digest)
+
+    @property
+    def caller(self) -> Caller:
+        """Whose audits it sees: the API's rule (`Caller.of`), so a key sees the same audits
+        on both."""
+        return Caller.of(self.role, self.digest)
 
 
 def _failed_login(logins: DashboardLogins, client: str) -> None:
@@ -218,15 +212,16 @@ async def verifiers_page(
 async def audits_page(request: Request, auth: AuthDep, viewer: PageViewer, jobs: AuditJobsDep) -> Response:
     if viewer is None:
         return _to_login(request)
-    rows = audit_rows(jobs.records())
+    rows = audit_rows(visible_jobs(jobs, viewer.caller))
     return _render(request, auth, "audits.html", viewer, page="audits", audits=rows, max_kept=jobs.keep)
 
 
-def _report(jobs: BackgroundJobs[Any], audit_id: str) -> Any:
-    job = jobs.get(audit_id)
-    if job is None or job.report is None:
+def _report(jobs: BackgroundJobs[AuditJob], audit_id: str, viewer: Viewer) -> AuditReport:
+    """A finished audit's report; 404 for an unknown id, another key's audit, or one unfinished."""
+    report = visible_job(jobs, audit_id, viewer.caller).report
+    if report is None:
         raise DomainError(ErrorKind.not_found, "unknown_audit", f"no finished audit {audit_id!r}")
-    return job.report
+    return report
 
 
 @ui_router.get("/ui/audits/{audit_id}/report.html", response_class=HTMLResponse)
@@ -235,8 +230,7 @@ async def audit_report_html(
 ) -> Response:
     if viewer is None:
         return _to_login(request)
-    headers = {**HEADERS, "Content-Security-Policy": REPORT_CSP}
-    return HTMLResponse(audit_html(_report(jobs, audit_id)), headers=headers)
+    return HTMLResponse(audit_html(_report(jobs, audit_id, viewer)), headers=REPORT_HEADERS)
 
 
 @ui_router.get("/ui/audits/{audit_id}/report.md", response_class=PlainTextResponse)
@@ -246,7 +240,21 @@ async def audit_report_markdown(
     if viewer is None:
         return _to_login(request)
     # text/plain so that a browser shows it rather than downloading it.
-    return PlainTextResponse(audit_markdown(_report(jobs, audit_id)), headers=HEADERS)
+    return PlainTextResponse(audit_markdown(_report(jobs, audit_id, viewer)), headers=REPORT_HEADERS)
+
+
+@ui_router.post("/ui/audits/{audit_id}/cancel")
+async def cancel_audit(request: Request, audit_id: str, viewer: PageViewer, jobs: AuditJobsDep) -> Response:
+    """The audits page's cancel button: `DELETE /v1/audits/{id}`'s cancel (same-origin forms
+    only, like every POST under /ui), then back to the page. An audit that ended meanwhile is
+    left as it is (DELETE would forget it; a button that said "cancel" should not)."""
+    audits = f"{_base(request)}/audits"
+    if viewer is None:
+        return RedirectResponse(
+            f"{_base(request)}/login?next={quote(audits, safe='/')}", status_code=303, headers=HEADERS
+        )
+    await cancel_visible(jobs, audit_id, viewer.caller)
+    return RedirectResponse(audits, status_code=303, headers=HEADERS)
 
 
 @ui_router.get("/favicon.ico")
@@ -270,7 +278,7 @@ async def overview_fragment(
 async def audits_fragment(
     request: Request, auth: AuthDep, viewer: FragmentViewer, jobs: AuditJobsDep
 ) -> Response:
-    rows = audit_rows(jobs.records())
+    rows = audit_rows(visible_jobs(jobs, viewer.caller))
     return _render(request, auth, "_audits_table.html", viewer, audits=rows, max_kept=jobs.keep)
 
 
