@@ -7,7 +7,13 @@ body or /readyz reason names the server."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -17,13 +23,13 @@ from structlog.testing import capture_logs
 pytest.importorskip("psycopg", reason="needs the `postgres` extra: pip install -e '.[postgres]'")
 
 from referee.registered.postgres import PostgresStore
-from referee.registered.store import RegistryUnavailable
+from referee.registered.store import RegistryUnavailable, RegistryUnreachable
 from referee.service.background import BackgroundServer, free_port
 from tests.conftest import make_settings
 from tests.registered.conftest import SECRET_KEY
 from tests.registered.test_api import r1_math
 from tests.support.postgres_server import PostgresCluster, postgres_cluster
-from tests.timing import wait_until
+from tests.timing import wait_until, within
 
 ANSWER = {"response": "<think>2+2</think><answer>\\boxed{4}</answer>", "reference": {"answer": "4"}}
 
@@ -178,3 +184,51 @@ def test_a_service_started_while_the_server_is_down_starts_and_recovers(cluster:
         wait_until(lambda: _registry_check(http)["ok"] is True, 30, 0.05, what="the registry to recover")
         assert http.post("/v1/verifiers", json=r1_math("pg.type")).status_code == 201
         assert _score(http, "pg.type").json()["score"] == 1.0
+
+
+@contextmanager
+def _black_hole(port: int) -> Iterator[None]:
+    """Every packet to `port` on loopback dropped: a server whose host vanished (no refusal, no
+    reset), as in a network partition. Needs root and iptables (CI runs the suite as root)."""
+    rule = ["INPUT", "-i", "lo", "-p", "tcp", "--dport", str(port), "-j", "DROP"]
+    if shutil.which("iptables") is None or os.geteuid() != 0:
+        pytest.skip("needs root and iptables to drop packets")
+    if subprocess.run(["iptables", "-I", *rule], capture_output=True).returncode != 0:
+        pytest.skip("iptables refused the rule (no NET_ADMIN capability)")
+    try:
+        yield
+    finally:
+        subprocess.run(["iptables", "-D", *rule], check=True)
+
+
+def test_a_silent_server_never_holds_up_a_resolution(cluster: PostgresCluster) -> None:
+    """A server that stops answering (packets dropped): `generation()`, which the catalog calls
+    on the event loop for every registered name, answers at once from what the watcher read;
+    the watcher notices within the connection timeouts and recovers once packets flow again."""
+    store = PostgresStore(cluster.url, refresh_s=0.2, connect_timeout_s=2)
+    store.add("kept", "python", "d1", {}, None, max_names=10)
+    before = store.generation()
+
+    def generation_quickly() -> object:
+        result: list[object] = []
+        thread = threading.Thread(target=lambda: result.append(_generation_or_error(store)), daemon=True)
+        thread.start()
+        thread.join(within(1.0))
+        assert result, "generation() waited on a silent server"
+        return result[0]
+
+    with _black_hole(cluster.port):
+        time.sleep(0.5)  # the watcher's next read is now stuck on the silent server
+        assert generation_quickly() == before
+        wait_until(lambda: store.health()[0] is False, 30, 0.05, what="the outage to be noticed")
+        assert isinstance(generation_quickly(), RegistryUnreachable)
+    wait_until(lambda: store.health()[0] is True, 30, 0.05, what="the registry to recover")
+    assert store.generation() == before and store.get("kept") is not None
+    store.close()
+
+
+def _generation_or_error(store: PostgresStore) -> object:
+    try:
+        return store.generation()
+    except RegistryUnavailable as exc:
+        return exc

@@ -9,19 +9,21 @@ the quota check are race-free, and the primary key `(name, version)` refuses a s
 if the lock were bypassed. Each write also bumps the one-row `registry_generation` counter in the
 same transaction.
 
-Visibility bound: a replica re-reads the counter at most every `refresh_s` (1 s by default); the
-catalog checks `generation()` on each resolution of a registered name, so a type registered
-through any replica is served by every replica within `refresh_s` plus one query, and at once by
-the replica that registered it.
+Visibility bound: a daemon thread (the watcher) re-reads the counter every `refresh_s` (1 s by
+default) and the catalog compares `generation()` on each resolution of a registered name, so a
+type registered through any replica is served by every replica within `refresh_s` plus one
+query, and at once by the replica that registered it. The event loop, which resolves names,
+never waits on the network for the counter.
 
 Faults. Connections speak UTF-8 whatever the database's encoding (a `SQL_ASCII` database would
-otherwise hand back `bytes`). A server that cannot be reached starts an outage: from then on every
-read and write fails at once with `RegistryUnreachable` (503; the catalog keeps serving the
-versions it has loaded) while one daemon thread reconnects with exponential backoff, and the
-first connection that works ends the outage, /readyz included, with no write needed. A connection
-found dead afterwards (the server restarted between two uses) is replaced and a read retried
-once. What clients and /readyz see never names the server (host, port, user, database); the log
-says which server it is, without the password.
+otherwise hand back `bytes`), and give up on a silent peer (TCP keepalives, `tcp_user_timeout`)
+rather than wait on it for the kernel's quarter of an hour. A server that cannot be reached starts
+an outage: from then on every read and write fails at once with `RegistryUnreachable` (503; the
+catalog keeps serving the versions it has loaded) while the watcher retries with exponential
+backoff, and the first read that works ends the outage, /readyz included, with no write needed.
+A connection found dead afterwards (the server restarted between two uses) is replaced and a
+read retried once. What clients and /readyz see never names the server (host, port, user,
+database); the log says which server it is, without the password.
 """
 
 from __future__ import annotations
@@ -64,58 +66,77 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__} ({state}): {exc.diag.message_primary}"[:200]  # type: ignore[attr-defined]
 
 
-def _server_location(url: str, conninfo_to_dict: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    """Which server a DSN names, for the log: everything but the password."""
+def _conninfo(url: str, conninfo_to_dict: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """A DSN's parameters, the password left out (this is what the log may say)."""
     try:
         parts = conninfo_to_dict(url)
     except Exception:  # not parseable: then connecting fails too, and says so
         return {}
-    return {k: v for k, v in parts.items() if k in ("host", "hostaddr", "port", "dbname", "user")}
+    return {k: v for k, v in parts.items() if k != "password"}
 
 
-class _Outage:
-    """The server known to be unreachable. While it is, `check()` fails at once, so nothing
-    waits on a dead server (the event loop least of all), and one daemon thread calls `probe`
-    with exponential backoff; the first probe that succeeds ends the outage."""
+class _Watcher:
+    """Reads the shared change counter every `refresh_s` in a daemon thread, so that no request
+    (nor the event loop, which resolves names) waits on the network for it.
+
+    When the server cannot be reached, from here or from any other call, an outage begins:
+    `check()` then fails at once, so nothing waits on a dead server, and the watcher retries with
+    exponential backoff; the first read that works ends the outage."""
 
     def __init__(
-        self, probe: Callable[[], None], first_s: float, max_s: float, server: dict[str, Any]
+        self,
+        read: Callable[[], int],
+        refresh_s: float,
+        backoff_s: tuple[float, float],
+        server: dict[str, Any],
     ) -> None:
-        self._probe = probe
-        self._first_s, self._max_s = first_s, max_s
+        self._read = read
+        self._refresh_s = refresh_s
+        self._first_s, self._max_s = backoff_s
         self._server = server
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.counter: int | None = None  # the last value read; None: never read yet
         self.since: float | None = None  # monotonic time the outage began; None: none now
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._closed.is_set():
+                self._thread = threading.Thread(target=self._run, name="registry-watcher", daemon=True)
+                self._thread.start()
 
     def check(self) -> None:
         if self.since is not None:
             raise RegistryUnreachable()
 
-    def begin(self, exc: Exception) -> None:
+    def begin_outage(self, exc: Exception) -> None:
         with self._lock:
-            if self.since is not None or self._closed.is_set():
+            if self.since is not None:
                 return
             self.since = time.monotonic()
-            threading.Thread(target=self._reconnect, name="registry-reconnect", daemon=True).start()
         log.warning("registry_database_unreachable", server=self._server, error=str(exc)[:300])
+        self.start()
 
-    def _reconnect(self) -> None:
-        delay = self._first_s
+    def _run(self) -> None:
+        delay = self._refresh_s
         while not self._closed.wait(delay):
             try:
-                self._probe()
-            except Exception:  # still down (or refusing us): try again later
-                delay = min(delay * 2, self._max_s)
+                self.counter = self._read()
+            except Exception:  # unreachable (an outage), or refused: try again later
+                delay = (
+                    self._refresh_s if self.since is None else min(max(delay * 2, self._first_s), self._max_s)
+                )
                 continue
+            delay = self._refresh_s
             with self._lock:
                 began, self.since = self.since, None
-            log.info(
-                "registry_database_reachable",
-                server=self._server,
-                after_s=round(time.monotonic() - (began or time.monotonic()), 1),
-            )
-            return
+            if began is not None:
+                log.info(
+                    "registry_database_reachable",
+                    server=self._server,
+                    after_s=round(time.monotonic() - began, 1),
+                )
 
     def close(self) -> None:
         self._closed.set()
@@ -177,16 +198,31 @@ class PostgresStore(SQLiteStore):
             raise ImportError("PostgresStore needs psycopg 3: pip install 'referee[postgres]'") from exc
         self.url = url
         self.refresh_s = refresh_s
-        self._connect_timeout = max(1, int(connect_timeout_s))
+        timeout_s = max(1, int(connect_timeout_s))
+        given = _conninfo(url, self.pg.conninfo.conninfo_to_dict)
+        # A peer that stops answering (its host gone, a partition) fails a statement within
+        # `timeout_s` (unacknowledged data) or ~25 s (keepalives on an idle connection); the URL's
+        # own settings win.
+        self._connect_options = {
+            key: value
+            for key, value in {
+                "connect_timeout": timeout_s,
+                "tcp_user_timeout": timeout_s * 1000,
+                "keepalives": 1,
+                "keepalives_idle": 10,
+                "keepalives_interval": 5,
+                "keepalives_count": 3,
+            }.items()
+            if key not in given
+        }
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
         self._schema_ready = False
         self._writes = 0
         self._write_failure: str | None = None
-        self._seen: tuple[int, float] = (-1, 0.0)  # (shared counter, when it was read)
-        server = _server_location(url, self.pg.conninfo.conninfo_to_dict)
-        self._outage = _Outage(self._probe, *reconnect_s, server=server)
+        server = {k: v for k, v in given.items() if k in ("host", "hostaddr", "port", "dbname", "user")}
+        self._watcher = _Watcher(self._read_counter, refresh_s, reconnect_s, server)
 
     def __repr__(self) -> str:  # never the DSN: it may carry a password
         return f"PostgresStore(refresh_s={self.refresh_s})"
@@ -200,7 +236,7 @@ class PostgresStore(SQLiteStore):
             isinstance(exc, self.pg.OperationalError) and (not state or state.startswith(_SERVER_GONE))
         )
         if gone:
-            self._outage.begin(exc)
+            self._watcher.begin_outage(exc)
             return RegistryUnreachable()
         return RegistryUnavailable(_describe(exc))
 
@@ -209,9 +245,7 @@ class PostgresStore(SQLiteStore):
         answers `bytes` otherwise), the schema created on first use."""
         raw = None
         try:
-            raw = self.pg.connect(
-                self.url, autocommit=True, connect_timeout=self._connect_timeout, client_encoding="utf8"
-            )
+            raw = self.pg.connect(self.url, autocommit=True, client_encoding="utf8", **self._connect_options)
             if not self._schema_ready:
                 with raw.transaction():
                     raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
@@ -223,18 +257,14 @@ class PostgresStore(SQLiteStore):
             raise self.failure(exc, None) from exc
         return raw
 
-    def _probe(self) -> None:
-        """The outage's reconnection attempt: a connection that answers a query."""
-        raw = self.open_connection()
-        try:
-            raw.execute("SELECT 1")
-        finally:
-            raw.close()
-
     def _connect(self, *, create: bool = True) -> Any:
-        """This thread's connection (made on first use); RegistryUnreachable at once while the
-        server is known to be down."""
-        self._outage.check()
+        """This thread's connection; RegistryUnreachable at once while the server is known to
+        be down."""
+        self._watcher.check()
+        return self._thread_connection()
+
+    def _thread_connection(self) -> _Connection:
+        """This thread's connection, made on first use and again once it has died."""
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is not None and not conn.raw.closed and not conn.raw.broken:
             return conn
@@ -245,30 +275,34 @@ class PostgresStore(SQLiteStore):
         return conn
 
     def health(self) -> tuple[bool, str]:
-        since = self._outage.since
+        since = self._watcher.since
         if since is not None:
             down_s = time.monotonic() - since
             return False, f"the registry database cannot be reached (for {down_s:.0f} s); reconnecting"
         return super().health()
 
     def close(self) -> None:
-        self._outage.close()
+        self._watcher.close()
         super().close()
 
     # ---- reads and writes ---------------------------------------------------------------------
 
+    def _read_counter(self) -> int:
+        """The shared write counter, whether or not an outage is on (the watcher's read)."""
+        row = (
+            self._thread_connection().execute("SELECT value FROM registry_generation WHERE id = 1").fetchone()
+        )
+        return int(row[0]) if row else 0
+
     def generation(self) -> object:
-        """The shared write counter, re-read at most every `refresh_s` (the visibility bound),
-        and this store's own writes (seen at once). RegistryUnavailable when it cannot be read:
-        the catalog then serves what it has loaded."""
-        self._outage.check()  # between two reads as well: an outage makes unloaded names 503
-        counter, read_at = self._seen
-        now = time.monotonic()
-        if now - read_at >= self.refresh_s:
-            row = self._connect().execute("SELECT value FROM registry_generation WHERE id = 1").fetchone()
-            counter = int(row[0]) if row else 0
-            self._seen = (counter, now)
-        return (counter, self._writes)
+        """The shared write counter as the watcher last read it (at most `refresh_s` ago: the
+        visibility bound), and this store's own writes (seen at once). RegistryUnreachable
+        during an outage: the catalog then serves what it has loaded."""
+        self._watcher.check()
+        if self._watcher.counter is None:  # the first call reads it; the watcher then keeps it fresh
+            self._watcher.counter = self._read_counter()
+            self._watcher.start()
+        return (self._watcher.counter, self._writes)
 
     @contextlib.contextmanager
     def _transaction(self, conn: Any) -> Iterator[None]:

@@ -144,7 +144,8 @@ class VerifierStore(Protocol):
         ...
 
     def generation(self) -> object:
-        """A token that changes whenever any writer (any process) has committed a change."""
+        """A token that changes whenever any writer (any process) has committed a change.
+        RegistryUnavailable when the store cannot be read: the catalog serves what it has."""
         ...
 
     def health(self) -> tuple[bool, str]:
