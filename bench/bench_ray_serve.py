@@ -135,17 +135,21 @@ def main() -> None:
             if workers == 1:
                 latency["plain"] = summarize(http_latency(url, args.latency_requests))
 
-    import ray
     from ray import serve
 
     from referee.deploy import RayGroupRewarder, run
     from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH
+    from referee.deploy.ray_serve import RayConnection
     from referee.settings import Settings
 
     os.environ[CALLBACK_ENV] = CALLBACK_PATH
-    ray.init(address="local", include_dashboard=False, num_cpus=os.cpu_count(), log_to_driver=False)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    # A loopback cluster whose every process is reaped at the end, as `referee serve --ray`'s.
+    connection = RayConnection(
+        Settings().ray, include_dashboard=False, num_cpus=os.cpu_count(), log_to_driver=False
+    )
+    connection.start()
     try:
         for replicas in (1, 2):
             ray_shape = {"replicas": replicas, "num_cpus": 0.5, "http_host": "127.0.0.1", "http_port": port}
@@ -170,8 +174,7 @@ def main() -> None:
                     asyncio.run(handle_latency(rewarder, args.latency_requests))
                 )
     finally:
-        serve.shutdown()
-        ray.shutdown()
+        connection.close()
 
     plain = latency["plain"]["median_ms"]
     result["throughput"] = throughput

@@ -317,6 +317,15 @@ class RaySettings(Section):
     )
     http_host: str | None = Field(default=None, description="Proxy bind address (default REFEREE_HOST).")
     http_port: int | None = Field(default=None, description="Proxy port (default REFEREE_PORT).")
+    # The local cluster `referee serve --ray` starts when it joins none: its node address and the
+    # dashboard's. Loopback keeps Ray's own ports (GCS, raylet, agents, dashboard) off the network.
+    node_ip_address: str = Field(
+        default="127.0.0.1", description="Node address of a local cluster started here."
+    )
+    dashboard_host: str = Field(default="127.0.0.1", description="Dashboard bind address of that cluster.")
+    teardown_grace_s: float = Field(
+        default=10.0, ge=0, description="Seconds that cluster's processes get to exit before SIGKILL."
+    )
 
 
 SECTIONS: dict[str, type[Section]] = {

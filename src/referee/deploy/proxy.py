@@ -1,6 +1,6 @@
 """A middleware for Serve's HTTP proxy: a scoring request whose replica died while holding it is
-sent again (to a live replica), and answered 503 `replica_lost` with `Retry-After` when no
-replica can take it, never with the proxy's bare 500.
+sent again, to a live replica, for as long as one lives (bounded), and answered 503
+`replica_lost` with `Retry-After` only when none does, never with the proxy's bare 500.
 
 Without it, Serve's proxy answers a request whose replica was killed mid-request with
 `500 Internal Server Error` (plain text): the request was lost, and no client should retry a
@@ -17,30 +17,70 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.middleware import Middleware
+
+from referee.deploy.ray_serve import DEPLOYMENT_NAME
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ReplicasAlive = Callable[[], Awaitable[bool]]
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 CALLBACK_PATH = "referee.deploy.proxy:middlewares"
 # Routes whose requests have no side effect (the scoring routes), under any route prefix.
 IDEMPOTENT_SUFFIXES = ("/v1/score", "/v1/groups", "/v1/openrlhf/reward")
+# Serve names a replica's actor `SERVE_REPLICA::<app>#<deployment>#<id>`.
+REPLICA_ACTOR_PREFIX = "SERVE_REPLICA::"
+
+logger = logging.getLogger(__name__)
+
+
+async def referee_replicas_alive() -> bool:
+    """Whether a Referee replica actor lives in the cluster (running or starting: Serve routes
+    to it once it runs). From the GCS's named actors, which drops an actor once it is dead;
+    asked from a thread, since the call blocks."""
+    import ray
+
+    named = await asyncio.to_thread(ray.util.list_named_actors, all_namespaces=True)
+    return any(
+        entry["name"].startswith(REPLICA_ACTOR_PREFIX) and f"#{DEPLOYMENT_NAME}#" in entry["name"]
+        for entry in named
+    )
 
 
 class ReplicaLossRetry:
-    """Pure ASGI middleware around Serve's proxy app (see the module docstring)."""
+    """Pure ASGI middleware around Serve's proxy app (see the module docstring).
 
-    def __init__(self, app: ASGIApp, *, attempts: int = 4, backoff_s: float = 0.25) -> None:
+    A lost request is sent again after `backoff_s`, doubling up to `max_backoff_s`, while a
+    replica lives, for at most `patience_s` in all; once no replica has lived for
+    `no_replica_s` (Serve had that long to start a replacement), it is answered 503
+    `replica_lost`. The proxy's own router drops a replica whose death it has seen, so a
+    request sent again goes to a live one."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        patience_s: float = 60.0,
+        no_replica_s: float = 3.0,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 1.0,
+        replicas_alive: ReplicasAlive = referee_replicas_alive,
+    ) -> None:
         self.app = app
-        self.attempts = attempts
+        self.patience_s = patience_s
+        self.no_replica_s = no_replica_s
         self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.replicas_alive = replicas_alive
         self.replayed = 0  # requests sent again, for the proxy's own log and tests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,21 +97,41 @@ class ReplicaLossRetry:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        for attempt in range(self.attempts):
-            if not await self._attempt(scope, body, receive, send):
-                return
+        started = last_alive = time.monotonic()
+        attempt = 0
+        while await self._attempt(scope, body, receive, send):
+            now = time.monotonic()
+            if await self._alive():
+                last_alive = now
+            if now - last_alive > self.no_replica_s or now - started > self.patience_s:
+                break
             self.replayed += 1
-            await asyncio.sleep(self.backoff_s * 2**attempt)
+            await asyncio.sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
+            attempt += 1
+        else:
+            return
+        if now - last_alive > self.no_replica_s:
+            reason = "no replica is alive"
+        else:
+            reason = f"no replica answered it within {self.patience_s:.0f}s"
+        logger.warning("scoring request lost %d times, %s: answered 503 replica_lost", attempt + 1, reason)
         await _send_json(
             send,
             503,
             {
                 "error": "replica_lost",
-                "message": f"the Referee replica serving this request stopped ({self.attempts} attempts); retry",
+                "message": f"the Referee replica serving this request stopped, and {reason}; retry",
                 "detail": None,
             },
             retry_after_s=1,
         )
+
+    async def _alive(self) -> bool:
+        try:
+            return await self.replicas_alive()
+        except Exception:  # unknown counts as alive: the patience still bounds the wait
+            logger.exception("could not list the Referee replicas")
+            return True
 
     async def _attempt(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Run the request once; True if it was lost (nothing was sent to the client)."""

@@ -21,9 +21,12 @@ import json
 import os
 import signal
 import time
+from types import TracebackType
 from typing import Any, cast
 
 import httpx
+import psutil
+import ray
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -146,12 +149,96 @@ def run(settings: Settings | None = None, *, blocking: bool = False) -> Deployme
     return handle
 
 
+class RayConnection:
+    """Ray for this process: the cluster `ray_settings.address` (or `RAY_ADDRESS`, or one
+    running on this machine) names, else a single-node cluster started here and owned by it.
+
+    A cluster started here listens on `node_ip_address` and `dashboard_host` (loopback by
+    default). `close()` shuts Serve and Ray down and then reaps every process that cluster
+    started (GCS, raylet, agents, workers, the replicas' worker pools): each gets
+    `teardown_grace_s` to exit, then SIGKILL, so that no agent outlives the run. Processes of
+    a cluster this process only joined are never touched."""
+
+    def __init__(self, ray_settings: RaySettings, **init_options: Any) -> None:
+        self.ray_settings = ray_settings
+        self.init_options = init_options
+        self.started_cluster = False
+
+    def __enter__(self) -> RayConnection:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        from ray._common.network_utils import is_localhost
+        from ray._private import ray_constants, services
+
+        address = self.ray_settings.address
+        # None and "auto": RAY_ADDRESS, else a cluster running on this machine, as `ray.init`.
+        joins = address is not None and address.startswith("ray://")
+        if joins or services.canonicalize_bootstrap_address(address) is not None:  # type: ignore[arg-type]
+            ray.init(address=address, **self.init_options)
+            return
+        options = {"dashboard_host": self.ray_settings.dashboard_host, **self.init_options}
+        node_ip = self.ray_settings.node_ip_address
+        # Ray replaces a loopback node address by the host's routable one, so that other nodes
+        # can join, unless it believes it runs on a single-machine platform
+        # (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`, read once at import). A cluster started here
+        # on loopback is single-machine by construction: say so while it starts.
+        multi_node = ray_constants.ENABLE_RAY_CLUSTER
+        ray_constants.ENABLE_RAY_CLUSTER = not is_localhost(node_ip)
+        try:
+            ray.init(address="local", _node_ip_address=node_ip, **options)
+        finally:
+            ray_constants.ENABLE_RAY_CLUSTER = multi_node
+        self.started_cluster = True
+
+    def processes(self) -> list[psutil.Process]:
+        """The processes of the cluster started here and all their descendants (none for a
+        cluster joined)."""
+        node = ray._private.worker._global_node
+        if not self.started_cluster or node is None:
+            return []
+        found: dict[int, psutil.Process] = {}
+        for infos in node.all_processes.values():
+            for info in infos:
+                with contextlib.suppress(psutil.Error):
+                    root = psutil.Process(info.process.pid)
+                    for process in [root, *root.children(recursive=True)]:
+                        found[process.pid] = process
+        return list(found.values())
+
+    def close(self) -> None:
+        # Taken before shutting down: once their parents are gone, orphans can no longer be
+        # found by ancestry (psutil.Process compares start times, so a reused pid is not hit).
+        tree = self.processes()
+        if self.started_cluster:  # Serve on a cluster joined belongs to its owner
+            with contextlib.suppress(Exception):
+                serve.shutdown()
+        ray.shutdown()
+        _reap(tree, self.ray_settings.teardown_grace_s)
+
+
+def _reap(processes: list[psutil.Process], grace_s: float) -> None:
+    """SIGTERM what is still running of `processes`, SIGKILL what is left after `grace_s`."""
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    _gone, alive = psutil.wait_procs(processes, timeout=grace_s)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=5.0)
+
+
 def serve_forever(settings: Settings | None = None) -> None:
     """`referee serve --ray`: join (or start) the Ray cluster, deploy, serve until interrupted.
     A cluster started here loads the proxy's replica-loss middleware (`referee.deploy.proxy`);
     a cluster started with `ray start` needs it in its nodes' environment (docs/ray.md)."""
-    import ray
-
     from referee.deploy.proxy import CALLBACK_ENV, CALLBACK_PATH
 
     settings = settings or Settings()
@@ -164,16 +251,16 @@ def serve_forever(settings: Settings | None = None) -> None:
         raise KeyboardInterrupt  # SIGTERM (a container stop, systemd) shuts down as Ctrl-C does
 
     signal.signal(signal.SIGTERM, stop)
-    ray.init(address=ray_settings.address)
-    try:
-        run(settings, blocking=True)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        # The application goes; a cluster this process started goes with it.
-        with contextlib.suppress(Exception):
-            serve.delete(ray_settings.app_name)
-        ray.shutdown()
+    with RayConnection(ray_settings) as connection:
+        try:
+            run(settings, blocking=True)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            # The application goes; a cluster this process started goes with it (`close`).
+            if not connection.started_cluster:
+                with contextlib.suppress(Exception):
+                    serve.delete(ray_settings.app_name)
 
 
 def get_handle(app_name: str = "referee") -> DeploymentHandle:
