@@ -570,6 +570,57 @@ def test_classify_by_how_the_process_ended() -> None:
     assert classify(lost, PY, "stdio", "")[0] == "runtime_error"
 
 
+def test_a_java_heap_out_of_memory_error_is_memory_limit_exceeded() -> None:
+    """The JVM's heap limit comes before the container's: its uncaught OutOfMemoryError (then
+    the stack trace, exit 1) is the memory verdict; the same words in another exception's
+    message, or on their own, are a runtime error."""
+    java = LANGUAGES["java"]
+    trace = b"\tat Main.main(Main.java:1)\n\t... 2 more\n"
+    heap = b'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n' + trace
+    assert classify(TestRun(status="exited", exit_code=1, stderr=heap), java, "stdio", "3\n")[0] == (
+        "memory_limit_exceeded"
+    )
+    other = b'Exception in thread "main" java.lang.RuntimeException: java.lang.OutOfMemoryError\n' + trace
+    assert classify(TestRun(status="exited", exit_code=1, stderr=other), java, "stdio", "3\n")[0] == (
+        "runtime_error"
+    )
+    printed = heap + b"bye\n"
+    assert classify(TestRun(status="exited", exit_code=1, stderr=printed), java, "stdio", "3\n")[0] == (
+        "runtime_error"
+    )
+
+
+def test_over_the_memory_limit_comes_before_out_of_time() -> None:
+    """A memory hog that also ran out of time (a collector thrashing near its limit, a loaded
+    node) was over the limit all the same; an OOM kill in its tree makes it so too."""
+    hog = TestRun(status="timeout", tree_peak_kb=300 << 10, memory_exceeded=True)
+    assert classify(hog, PY, "stdio", "3\n")[0] == "memory_limit_exceeded"
+    killed_child = TestRun(status="exited", exit_code=0, stdout=b"3\n", oom=True, memory_exceeded=True)
+    assert classify(killed_child, PY, "stdio", "3\n") == ("memory_limit_exceeded", "killed out of memory")
+
+
+class _StarvedSandbox(_NoRunSandbox):
+    """The node's load kept the second test from a CPU past its backstop."""
+
+    async def run(self, job: Job) -> object:
+        from referee.sandbox.protocol import RunResult
+
+        first = TestRun(status="exited", exit_code=0, stdout=b"a\n")
+        return RunResult(tests=[first, TestRun(status="starved"), TestRun(status="starved")])
+
+
+async def test_a_starved_test_is_no_verdict_never_a_zero() -> None:
+    """`starved` (the supervisor's wall-clock backstop fired while the program had used far
+    less than its time) makes the response an error (masked, retried), not a time-out."""
+    verifier = CodeVerifier()
+    reference = {"language": "python", "tests": [{"input": "", "output": "a\n"}] * 3}
+    options = CodeOptions(reward="fraction")
+    prepared = verifier.prepare(CodeVerifier.validate_reference(reference), options)
+    sandbox = _StarvedSandbox(SandboxSettings())
+    [result] = await verifier.check_group(["print('a')"], prepared, options, Resources(sandbox=sandbox))
+    assert isinstance(result, VerifierError) and "overloaded" in str(result)
+
+
 # ---- Docker unreachable ---------------------------------------------------------------------------
 
 

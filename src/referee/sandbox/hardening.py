@@ -18,6 +18,11 @@ WORKDIR = "/work"
 SUPERVISOR_CMD = ["/usr/bin/python3", "-I", "-S", "-B", "/opt/referee/supervisor.py"]
 # The only environment a candidate ever sees: nothing from the host.
 CANDIDATE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": WORKDIR}
+# Inodes of each scratch tmpfs (/work, /tmp): what a program may create there is what the
+# supervisor must remove after it, within the program's slot. 16384 nested directories take
+# about 0.15 s to remove; 250,000 took 5-7 s of CPU after the verdict. A Go build's cache
+# takes about 350.
+SCRATCH_INODES = 16384
 
 
 def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> dict[str, Any]:
@@ -33,8 +38,8 @@ def container_create_kwargs(api: Any, settings: SandboxSettings, image: str) -> 
         security_opt=["no-new-privileges:true"],  # the default seccomp profile stays on
         read_only=True,
         tmpfs={
-            WORKDIR: f"rw,exec,nosuid,nodev,size={settings.workdir_size_mb}m,mode=1777",
-            "/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmp_size_mb}m,mode=1777",
+            WORKDIR: f"rw,exec,nosuid,nodev,size={settings.workdir_size_mb}m,nr_inodes={SCRATCH_INODES},mode=1777",
+            "/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmp_size_mb}m,nr_inodes={SCRATCH_INODES},mode=1777",
         },
         ipc_mode="none",  # no /dev/shm: /work and /tmp are the only writable places
         mem_limit=memory,

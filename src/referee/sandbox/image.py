@@ -36,6 +36,7 @@ LAYOUT_VERSION = "2"
 IN_CONTAINER = Path(__file__).resolve().with_name("in_container")
 IN_IMAGE_FILES = (
     "supervisor.py",
+    "kernel_stats.py",
     "zygote.py",
     "call_harness.py",
     "call_harness.js",

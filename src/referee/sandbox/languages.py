@@ -88,6 +88,9 @@ class Language:
     image_setup: str | None = None
     # ... and a line that must come before it (Python's traceback header).
     memory_error_after: bytes | None = None
+    # Lines the runtime prints after that line (the JVM's stack trace), skipped before
+    # looking for it.
+    memory_error_trace: bytes | None = None
 
 
 LANGUAGES: dict[str, Language] = {
@@ -146,6 +149,11 @@ LANGUAGES: dict[str, Language] = {
                 " && jar --create --file main.jar --main-class Main -C classes .",
             ),
             artifacts=("main.jar",),
+            # The heap limit (-XX:MaxRAMPercentage) is reached before the container's: an
+            # uncaught OutOfMemoryError, then its stack trace, and exit status 1.
+            memory_markers=(b"java.lang.OutOfMemoryError",),
+            memory_error_line=rb'Exception in thread "main" java\.lang\.OutOfMemoryError(: .*)?',
+            memory_error_trace=rb"\s+at .*|\s+\.\.\. \d+ more",
             run=(
                 "java",
                 "-XX:+UseSerialGC",

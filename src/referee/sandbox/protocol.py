@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from referee.sandbox.hardening import CANDIDATE_ENV
 from referee.sandbox.languages import PYTHON_TESTER, Language
-from referee.sandbox.run_limits import Limits
+from referee.sandbox.run_limits import Limits, supervisor_deadline_s
 
 
 class SandboxUnavailable(RuntimeError):
@@ -61,14 +61,18 @@ class TestRun:
 
     __test__: ClassVar[bool] = False
 
-    status: str  # exited | signaled | timeout | output_limit | result_limit | lost
+    # exited | signaled | timeout | output_limit | result_limit | lost, or starved: the node
+    # kept it from a CPU past its wall-clock backstop (no verdict: an infrastructure error)
+    status: str
     exit_code: int | None = None
     signal: int | None = None
     time_s: float = 0.0
+    waited_s: float = 0.0  # of time_s, how long its tasks waited for a CPU (not its own time)
     max_rss_kb: int | None = None  # the largest peak RSS of any process of the test
     tree_peak_kb: int | None = None  # the tree's peak from the memory cgroup, when measurable
     memory_exceeded: bool = False  # one of the two peaks went over the memory limit
     cpu_s: float | None = None
+    tree_cpu_s: float | None = None  # the CPU time of the whole container during the test
     cpu_limit_s: float | None = None
     oom: bool = False
     stdout: bytes = b""
@@ -88,10 +92,12 @@ class TestRun:
             exit_code=msg.get("exit_code"),
             signal=msg.get("signal"),
             time_s=float(msg.get("time_s") or 0.0),
+            waited_s=float(msg.get("waited_s") or 0.0),
             max_rss_kb=msg.get("max_rss_kb"),
             tree_peak_kb=msg.get("tree_peak_kb"),
             memory_exceeded=bool(msg.get("memory_exceeded")),
             cpu_s=msg.get("cpu_s"),
+            tree_cpu_s=msg.get("tree_cpu_s"),
             cpu_limit_s=msg.get("cpu_limit_s"),
             oom=bool(msg.get("oom")),
             stdout=base64.b64decode(msg.get("stdout") or ""),
@@ -140,6 +146,7 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
         "stderr_bytes": lim.stderr_bytes,
         "open_files": lim.open_files,
         "file_size_mb": lim.file_size_mb,
+        "deadline_s": supervisor_deadline_s(lim, len(indices)),
         "env": dict(CANDIDATE_ENV),
     }
     return json.dumps(req, separators=(",", ":")).encode() + b"\n"

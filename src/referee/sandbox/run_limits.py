@@ -32,3 +32,22 @@ class Limits:
             file_size_mb=settings.file_size_limit_mb,
             result_bytes=settings.result_limit_bytes,
         )
+
+
+# What the host adds to the limits before it gives up on a supervisor (sandbox/pool.py:
+# compile_timeout_s + HOST_SLACK_S + per test time_s + PER_TEST_SLACK_S). The supervisor
+# gets a deadline a margin inside that wait, so a program the node starved ends as a
+# reported `starved` test (an infrastructure error), never as a lost stream.
+HOST_SLACK_S = 5.0
+PER_TEST_SLACK_S = 3.0
+DEADLINE_MARGIN_S = 2.0
+
+
+def host_wait_s(limits: Limits, tests: int) -> float:
+    """How long the host waits for the supervisor's messages of one request."""
+    return limits.compile_timeout_s + HOST_SLACK_S + tests * (limits.time_s + PER_TEST_SLACK_S)
+
+
+def supervisor_deadline_s(limits: Limits, tests: int) -> float:
+    """By when (after it reads the request) the supervisor ends a request's last test."""
+    return host_wait_s(limits, tests) - DEADLINE_MARGIN_S

@@ -41,6 +41,9 @@ from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Reso
 
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
+# A test the node's load kept from a CPU past its wall-clock backstop (in_container/supervisor.py):
+# the response gets no verdict (status error, masked; the client may retry it), never a 0.
+STARVED = "the node kept the program from a CPU past its wall-clock backstop"
 MAX_OUTPUT_LIMIT = 16 << 20
 MAX_SETUP_CHARS = 1 << 20
 NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
@@ -300,6 +303,9 @@ def _memory_error(run: TestRun, language: Language) -> bool:
     elif run.status != "exited" or run.exit_code != 1:  # an uncaught Python exception exits 1
         return False
     lines = [line.rstrip() for line in run.stderr[-4096:].splitlines() if line.strip()]
+    trace = language.memory_error_trace
+    while trace is not None and lines and re.fullmatch(trace, lines[-1]) is not None:
+        lines.pop()
     if not lines or re.fullmatch(language.memory_error_line, lines[-1]) is None:
         return False
     header = language.memory_error_after
@@ -321,15 +327,19 @@ def classify(
         return "runtime_error", "the test did not run"
     if run.status == "lost":
         return "runtime_error", run.note
+    if run.status == "starved":  # no verdict: _run_program makes the response an error
+        return "runtime_error", STARVED
+    # Over the memory limit first: a memory hog that also ran out of time (paging, a
+    # collector thrashing near its heap limit) was over the limit all the same.
+    if run.memory_exceeded:
+        peak = max(p for p in (run.max_rss_kb, run.tree_peak_kb, 0) if p is not None)
+        return "memory_limit_exceeded", f"peak memory {peak // 1024} MB" if peak else "killed out of memory"
     if run.status == "timeout":
         return "time_limit_exceeded", None
     if run.status == "output_limit":
         return "output_limit_exceeded", None
     if run.status == "result_limit":
         return "output_limit_exceeded", "the function's result is larger than the result channel's cap"
-    if run.memory_exceeded:
-        peak = max(p for p in (run.max_rss_kb, run.tree_peak_kb, 0) if p is not None)
-        return "memory_limit_exceeded", f"peak memory {peak // 1024} MB"
     failed = run.status == "signaled" or run.exit_code != 0
     if failed:
         if run.oom or _memory_error(run, language):
@@ -554,6 +564,8 @@ class CodeVerifier(AsyncVerifier):
             run = await pool.run(job)
         except SandboxUnavailable as exc:
             return VerifierError(f"code sandbox unavailable: {exc}")
+        if any(test is not None and test.status == "starved" for test in run.tests):
+            return VerifierError(f"code sandbox overloaded: {STARVED}")
         return await asyncio.to_thread(self._check, run, prep, options)
 
     async def check_group(

@@ -9,6 +9,8 @@ from the script's own folder in the image.
 
 - supervisor.py    PID 1 of every container: runs each program's processes under a fresh uid,
                    scrubs between tests and programs (docs/security.md)
+- kernel_stats.py  what the supervisor reads of the kernel: cgroup memory, CPU and OOM kills,
+                   the tasks' run-queue waits (a test's own time vs the node's load)
 - zygote.py        the warm Python template every Python test is forked from
 - call_harness.py  runs ONE `function` or `assert` test of a Python program: calls the program
                    and returns its values, which the host judges (call_harness.js: `function`

@@ -1,11 +1,18 @@
 """In-container supervisor: PID 1 of every sandbox container (stdlib only, Python 3.11).
 
 Protocol (JSON lines): it writes {"type": "ready"} on stdout and reads one request line on
-stdin (program, commands, test inputs, limits), then writes {"type": "compiled"}, one
-{"type": "test"} per test in order, and {"type": "done"}. It then scrubs the container and
-writes {"type": "ready"} again for the next program, or {"type": "unclean"} and exits when
-anything of the last program could not be removed. Expected outputs never come here: the
-judge compares outside the container.
+stdin (program, commands, test inputs, limits), then writes {"type": "compiled"} and one
+{"type": "test"} per test in order. It then scrubs the container, still within the program's
+slot (the host holds it until then), and writes {"type": "done"} and {"type": "ready"} for the
+next program, or {"type": "unclean"} and exits when anything of the last program could not be
+removed within the scrub's budget. Expected outputs never come here: the judge compares
+outside the container.
+
+Time: a program is limited in CPU time (RLIMIT_CPU per process, the container's CPU counter
+for the tree) and in its own time, the wall clock minus what it waited for a CPU
+(kernel_stats.WaitClock): a sleeper times out on the wall clock as always, a program the
+node's load kept from a CPU gets that time back, up to a backstop; past it, the test is
+`starved`: no verdict of the program's, and the host reports an infrastructure error.
 
 Isolation between programs (a container serves many, one at a time): every program runs
 under its own uid, never used before in this container (CANDIDATE_UID_BASE + run number).
@@ -44,6 +51,15 @@ import stat
 import sys
 import time
 
+if __package__:  # imported on the host (tests): the package's own module
+    from . import kernel_stats
+else:  # a script in the image: its siblings in /opt/referee (-I leaves the script's folder out)
+    sys.path.insert(0, os.path.dirname(__file__))
+    import kernel_stats  # type: ignore[no-redef]
+
+KeptFile = kernel_stats.KeptFile
+read_oom_kills = kernel_stats.read_oom_kills
+
 WORK = "/work"
 SCRATCH = ("/work", "/tmp")
 # Program k in a container runs as CANDIDATE_UID_BASE + k (no passwd entry needed; HOME=/work).
@@ -51,12 +67,14 @@ CANDIDATE_UID_BASE = 20000
 SYSV_IPC = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
 SYSV_ID_COLUMN = dict(zip(SYSV_IPC, ("shmid", "msqid", "semid"), strict=True))
 IPC_RMID = 0
-SCRUB_TIMEOUT_S = 10.0
-OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
-# The container's memory cgroup (v1 names, then v2): its peak cannot be reset from inside
-# (read-only), but a peak that rose during a test was reached during that test.
-CGROUP_PEAK = ("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", "/sys/fs/cgroup/memory.peak")
-CGROUP_USAGE = ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/fs/cgroup/memory.current")
+# The scrub after a program (or between two tests) is part of its slot: the scratch dirs hold
+# a bounded number of inodes (hardening.py), so emptying them takes well under a second; one
+# that takes longer than this leaves the container unclean, and the host discards it.
+SCRUB_BUDGET_S = 5.0
+# Wall-clock backstop of a run, as a multiple of its time limit: within it, the time a
+# program waited for a CPU (kernel_stats.WaitClock) does not count against it; past it, a
+# program that did not use its time was starved by the node: no verdict of its own.
+BACKSTOP_FACTOR = 3.0
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 CHUNK = 65536
 REAP_GRACE_S = 3.0
@@ -87,66 +105,9 @@ def b64(data):
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-class KeptFile:
-    """A kernel status file (cgroup, /proc) opened once and re-read from its start with pread
-    each time: a test reads a dozen of them, and opening is most of what reading them costs.
-    The first of `paths` that opens is used (cgroup v1 names, then v2); when none does, it
-    is not tried again."""
-
-    def __init__(self, *paths):
-        self.paths = paths
-        self.fd = None
-        self.missing = False
-
-    def text(self):
-        """The whole file as it reads now, or None."""
-        for _ in range(2):  # a read that fails on a kept fd reopens once
-            if self.fd is None and not self.missing:
-                self.fd = self.open()
-            if self.fd is None:
-                return None
-            try:
-                chunks, offset = [], 0
-                while chunk := os.pread(self.fd, CHUNK, offset):
-                    chunks.append(chunk)
-                    offset += len(chunk)
-                return b"".join(chunks).decode("ascii", "replace")
-            except OSError:
-                os.close(self.fd)
-                self.fd = None
-        return None
-
-    def open(self):
-        for path in self.paths:
-            try:
-                return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-        self.missing = True
-        return None
-
-    def first_int(self):
-        try:
-            return int((self.text() or "").split()[0])
-        except (ValueError, IndexError):
-            return None
-
-
-OOM_EVENTS = KeptFile(*OOM_FILES)
-PEAK = KeptFile(*CGROUP_PEAK)
-USAGE = KeptFile(*CGROUP_USAGE)
 STATM = KeptFile("/proc/self/statm")  # this process's, whoever reads the kept fd
 SYSV_TABLES = {table: KeptFile(table) for table in SYSV_IPC}
 RLIMITS = tuple(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
-
-
-def read_oom_kills():
-    """The memory cgroup's OOM-kill counter (cgroup v1 oom_control or v2 memory.events)."""
-    for line in (OOM_EVENTS.text() or "").splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill":
-            return int(value)
-    return None
 
 
 def self_rss_kb():
@@ -315,26 +276,34 @@ class Supervisor:
         spec=None,
         result_cap=None,
         code_fd=None,
+        backstop_at=None,
     ):
         """Run one child as `uid` to completion; return the raw facts of how it ended.
+        `timeout_s`: its time limit, in its own time (see ChildRun.pump); `backstop_at`: the
+        monotonic time by which it must end whatever happens (the request's deadline).
         `code_fd`: the program's compiled code (take_code_cache), for a child of the template."""
         child = ChildRun(self, stdin_data, out_cap, err_keep, spec, result_cap)
         oom_before = read_oom_kills()
         self.peak_rss_kb = 0
         sup_rss_before = self_rss_kb()
-        cg_peak_before, cg_usage_before = PEAK.first_int(), USAGE.first_int()
+        anon_before = kernel_stats.anon_bytes()
         started = time.monotonic()
+        backstop = started + BACKSTOP_FACTOR * timeout_s
+        if backstop_at is not None:
+            backstop = min(backstop, backstop_at)
         child.start(argv, env, limits, uid, code_fd)
-        child.pump(started + timeout_s)
+        clock = kernel_stats.WaitClock(started, {os.getpid(), self.zygote.pid})
+        child.pump(clock, timeout_s, backstop)
         # The verdict is decided by the main process: whatever it left behind dies now,
         # before we read what is still buffered in the pipes.
         clean = self.kill_everything(uid)
         child.finish()
         oom_after = read_oom_kills()
-        tree_peak_kb = self.tree_peak_kb(cg_peak_before, cg_usage_before, sup_rss_before, child.usage_peak)
+        tree_peak_kb = self.tree_peak_kb(anon_before, sup_rss_before, child.anon_peak)
         status, rusage = child.status, child.rusage
         cpu_s = rusage.ru_utime + rusage.ru_stime if rusage is not None else None
         elapsed = (child.ended or time.monotonic()) - started
+        tree_cpu_s = clock.tree_cpu_s()
         stdout, stderr = child.outputs[child.out_r], child.outputs[child.err_r]
         result = {
             "status": child.over
@@ -342,9 +311,11 @@ class Supervisor:
             "exit_code": os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None,
             "signal": os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None,
             "time_s": round(elapsed, 6),
+            "waited_s": round(clock.waited_s, 6),
             "max_rss_kb": self.peak_rss_kb or (rusage.ru_maxrss if rusage is not None else None),
             "tree_peak_kb": tree_peak_kb,
             "cpu_s": round(cpu_s, 6) if cpu_s is not None else None,
+            "tree_cpu_s": round(tree_cpu_s, 6) if tree_cpu_s is not None else None,
             "oom": bool(oom_before is not None and oom_after is not None and oom_after > oom_before),
             "stdout": b64(stdout[:out_cap]),
             "stdout_bytes": len(stdout),
@@ -355,25 +326,16 @@ class Supervisor:
             result["result"] = b64(child.outputs[child.res_r][: result_cap or out_cap])
         return result
 
-    def tree_peak_kb(self, cg_peak_before, cg_usage_before, sup_rss_before, sampled_peak):
-        """The test's process tree peak from the container's memory cgroup.
-
-        The cgroup's high-water mark cannot be reset from inside (read-only), and a container
-        serves many tests: once an earlier test set it, a later tree below it would go
-        unnoticed. So the usage is also sampled while the test runs (`sampled_peak`); the
-        high-water mark still catches a spike between two samples whenever it rose."""
-        if cg_usage_before is None:
+    def tree_peak_kb(self, anon_before, sup_rss_before, anon_peak):
+        """The test's process tree peak: the container's anonymous memory, sampled while the
+        test ran, above what it was before (the cgroup's own high-water mark counts the page
+        cache, and cannot be reset from inside for the next test: see kernel_stats)."""
+        if anon_before is None or anon_peak is None:
             return None
-        peaks = [p for p in (sampled_peak,) if p is not None]
-        cg_peak_after = PEAK.first_int()
-        if cg_peak_before is not None and cg_peak_after is not None and cg_peak_after > cg_peak_before:
-            peaks.append(cg_peak_after)
-        if not peaks:
-            return None
-        # Minus what was charged before the test started, minus what this supervisor itself
-        # grew by (its output buffers): both subtractions can only under-estimate.
+        # Minus what this supervisor itself grew by (its output buffers): it can only
+        # under-estimate.
         grown = max(0, self_rss_kb() - sup_rss_before)
-        return max(0, (max(peaks) - cg_usage_before) // 1024 - grown)
+        return max(0, (anon_peak - anon_before) // 1024 - grown)
 
     # -- work dir --------------------------------------------------------------------------
 
@@ -387,8 +349,8 @@ class Supervisor:
         # CAP_DAC_OVERRIDE, CAP_FOWNER or CAP_IPC_OWNER), on purpose. Without any, there is
         # no need for that child: as the owner of the sticky /work and /tmp, this process may
         # unlink every entry in them. Either way leftovers() checks the result.
-        if needs_owner(uid) and not self.as_uid(uid, scrub_as_owner, SCRUB_TIMEOUT_S):
-            return "scrubbing failed or timed out"
+        if needs_owner(uid) and not self.as_uid(uid, scrub_as_owner, SCRUB_BUDGET_S):
+            return "scrubbing failed or exceeded its budget"
         remove_scratch()  # what this process wrote itself (the program and its artifacts)
         return leftovers(self.zygote.pid)
 
@@ -674,7 +636,7 @@ class ChildRun:
         self.status = self.rusage = self.ended = None
         self.over = None  # timeout | output_limit | result_limit
         self.forked = False  # a child of the template: its end comes as the template's report
-        self.usage_peak = None  # the container's memory usage, sampled while the child runs
+        self.anon_peak = None  # the container's anonymous memory, sampled while the child runs
 
     def pipe(self):
         r, w = os.pipe()
@@ -689,8 +651,9 @@ class ChildRun:
             self.forked = self.pid is not None
         if self.pid is None:
             self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra, uid)
-        for fd in fds:
+        for fd in fds:  # the child's ends; never closed again by finish(), whatever reuses the number
             os.close(fd)
+            self.pipes.remove(fd)
         self.sel = selectors.DefaultSelector()
         if self.forked:
             self.sel.register(self.sup.zygote.sock, selectors.EVENT_READ)
@@ -702,15 +665,27 @@ class ChildRun:
             self.sel.register(fd, selectors.EVENT_WRITE)
         self.sel.register(self.sup.wake_r, selectors.EVENT_READ)
 
-    def pump(self, deadline):
-        """Until the child exits, overruns the clock or a cap."""
+    def pump(self, clock, limit_s, backstop):
+        """Until the child exits, overruns a cap, or its time is up: `over` is then `timeout`
+        when it used its time (its own time, wall clock minus the time it waited for a CPU,
+        or the CPU time of the whole tree reached `limit_s`: a sleeper times out on the wall
+        clock as it always did), or `starved` when the backstop came first (the node's load,
+        no verdict of the program's)."""
+        deadline = min(clock.started + limit_s, backstop)
         while self.status is None and self.over is None:
             self.sample_memory()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.over = "timeout"
-                break
-            for key, _ in self.sel.select(min(remaining, SAMPLE_INTERVAL_S)):
+            now = time.monotonic()
+            if now >= clock.next_sample:
+                clock.sample(now)
+            if now >= deadline:
+                clock.sample(now)
+                self.over = time_up(clock, now, limit_s, backstop)
+                if self.over is not None:
+                    break
+                # The earliest its own time can reach the limit, if it waits no more.
+                deadline = min(now + max(limit_s - clock.own_s(now), SAMPLE_INTERVAL_S), backstop)
+            wait = min(deadline, clock.next_sample) - now
+            for key, _ in self.sel.select(max(0.0, min(wait, SAMPLE_INTERVAL_S))):
                 fd = key.fd
                 if self.forked and fd == self.sup.zygote.sock.fileno():
                     self.sel.unregister(fd)
@@ -767,9 +742,9 @@ class ChildRun:
                 return True
 
     def sample_memory(self):
-        usage = USAGE.first_int()
-        if usage is not None and (self.usage_peak is None or usage > self.usage_peak):
-            self.usage_peak = usage
+        anon = kernel_stats.anon_bytes()
+        if anon is not None and (self.anon_peak is None or anon > self.anon_peak):
+            self.anon_peak = anon
 
     def reap(self):
         reaped = self.sup.reap()
@@ -792,6 +767,17 @@ class ChildRun:
         for fd in self.pipes:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def time_up(clock, now, limit_s, backstop):
+    """At a deadline of ChildRun.pump: `timeout`, `starved`, or None (it waited for a CPU:
+    it gets that time back)."""
+    tree_cpu_s = clock.tree_cpu_s()
+    if clock.own_s(now) >= limit_s or (tree_cpu_s is not None and tree_cpu_s >= limit_s):
+        return "timeout"
+    if now >= backstop:
+        return "starved"
+    return None
 
 
 def child_limits(req, time_s, file_mb):
@@ -824,16 +810,31 @@ class Requests:
         return json.loads(line)
 
 
-def compile_program(sup, req, uid, files):
+def compile_program(sup, req, uid, files, deadline):
     """The request's compile step (a compiler, or Python's parse-only check) as `uid`, under
-    the compile limits. Returns the `compiled` message and the compiled code it left (see
-    take_code_cache) or None; on success `files` gains artifacts."""
+    the compile limits: CPU time per process (RLIMIT_CPU) and the same own-time clock as a
+    test, so a busy node never makes a compile error. Returns the `compiled` message and the
+    compiled code it left (see take_code_cache) or None; on success `files` gains artifacts.
+    A compiler starved past its backstop gives `starved` (no verdict: see serve_tests)."""
     compiled = {"type": "compiled", "ok": True, "time_s": 0.0, "output": ""}
     if not req.get("compile"):
         return compiled, None
     sup.reset_scratch(uid, files)
     limits = child_limits(req, req["compile_timeout_s"], req["file_size_mb"])
-    res = sup.run(req["compile"], req["env"], limits, uid, b"", req["compile_timeout_s"], 1 << 16, 1 << 16)
+    res = sup.run(
+        req["compile"],
+        req["env"],
+        limits,
+        uid,
+        b"",
+        req["compile_timeout_s"],
+        1 << 16,
+        1 << 16,
+        backstop_at=deadline,
+    )
+    if res["status"] == "starved":
+        compiled.update(time_s=res["time_s"], starved=True)
+        return compiled, None
     out = base64.b64decode(res["stderr"]) + base64.b64decode(res["stdout"])
     ok = res["status"] == "exited" and res["exit_code"] == 0
     if ok:
@@ -885,27 +886,38 @@ def take_code_cache(name):
     return sealed
 
 
-def serve(sup, req, uid):
+def serve(sup, req, uid, received):
     """One program: compile, then each requested test. Returns False when this container can
-    no longer be trusted (the host then re-runs the remaining tests elsewhere)."""
+    no longer be trusted (the host then re-runs the remaining tests elsewhere). Everything
+    must end by the request's deadline (`deadline_s` after `received`), which the host sets
+    inside its own wait for the request."""
+    deadline = received + req["deadline_s"] if req.get("deadline_s") else None
     source = base64.b64decode(req["source"])
     files = {req["source_file"]: (source, 0o644)}
-    compiled, code_fd = compile_program(sup, req, uid, files)
+    compiled, code_fd = compile_program(sup, req, uid, files, deadline)
     try:
-        return serve_tests(sup, req, uid, files, compiled, code_fd)
+        return serve_tests(sup, req, uid, files, compiled, code_fd, deadline)
     finally:
         if code_fd is not None:
             os.close(code_fd)
 
 
-def serve_tests(sup, req, uid, files, compiled, code_fd):
+def serve_tests(sup, req, uid, files, compiled, code_fd, deadline):
+    """The tests, in order. Once the compiler or one test was starved (`starved`: the node
+    kept it from a CPU), the answer is no verdict anyway: the remaining tests are reported
+    `starved` without being run, which spares the busy node their load."""
+    starved = compiled.pop("starved", False)
     send(compiled)
     if not compiled["ok"]:
-        send({"type": "done"})
         return True
     tests = req["tests"]
     argv = req["harness"] if req["mode"] != "stdio" else req["run"]
+    cpu_limit_s = int(req["time_s"]) + 1  # child_limits' RLIMIT_CPU soft limit
     for index in req.get("indices", range(len(tests))):
+        if starved or (deadline is not None and time.monotonic() >= deadline):
+            starved = True
+            send({"type": "test", "index": index, "status": "starved", "cpu_limit_s": cpu_limit_s})
+            continue
         test = tests[index]
         sup.reset_scratch(uid, files)
         spec = base64.b64decode(test["spec"]) if test.get("spec") is not None else None
@@ -921,16 +933,19 @@ def serve_tests(sup, req, uid, files, compiled, code_fd):
             spec=spec,
             result_cap=req.get("result_bytes"),
             code_fd=code_fd if req["mode"] == "stdio" else None,
+            backstop_at=deadline,
         )
+        starved = res["status"] == "starved"
         res["tampered"] = self_state() != sup.baseline
         limit_kb = req.get("memory_mb", 0) << 10
         peaks = [p for p in (res["max_rss_kb"], res["tree_peak_kb"]) if p is not None]
-        res["memory_exceeded"] = bool(limit_kb and peaks and max(peaks) > limit_kb)
-        res["cpu_limit_s"] = int(req["time_s"]) + 1  # child_limits' RLIMIT_CPU soft limit
+        # An OOM kill in the container is the tree's doing too: only its processes are
+        # candidates (oom_score_adj 1000), and page cache is reclaimed before anyone is killed.
+        res["memory_exceeded"] = bool(limit_kb and ((peaks and max(peaks) > limit_kb) or res["oom"]))
+        res["cpu_limit_s"] = cpu_limit_s
         send({"type": "test", "index": index, **res})
         if res["tampered"] or not res["clean"]:
             return False
-    send({"type": "done"})
     return True
 
 
@@ -944,17 +959,20 @@ def main():
         req = requests.next()
         if req is None:
             return 0
+        received = time.monotonic()
         run += 1
         uid = CANDIDATE_UID_BASE + run
         try:
-            if not serve(sup, req, uid):
+            if not serve(sup, req, uid, received):
                 return 3
+            # The scrub is part of the program's slot: the host holds it until `done`.
             problem = sup.scrub(uid)
         except Unclean as exc:
             problem = str(exc)
         if problem is not None:
             send({"type": "unclean", "reason": problem})
             return 3
+        send({"type": "done"})
         send({"type": "ready", "runs": run})
 
 

@@ -1,0 +1,173 @@
+"""What the supervisor reads of the kernel about a running test (stdlib only, Python 3.11): the
+container's cgroup (memory, CPU, OOM kills) and each task's scheduler statistics.
+
+Two questions decide verdicts here, and neither may depend on how busy the node is:
+
+- How much memory does the program hold? Its anonymous memory (the cgroup's `rss` in v1,
+  `anon` in v2), not the cgroup's usage: usage counts the page cache of every file the
+  program read, reclaimable at any time, so an 11 MB program that reads 290 MB of files
+  would be "over the limit". The anonymous memory is sampled while a test runs (a peak of
+  the container cannot be reset from inside, so it says nothing about the second test).
+- Did a program that is still running when its time is up use that time, or was it kept
+  from a CPU? `WaitClock` subtracts from the wall clock the time the program's tasks sat
+  runnable in a run queue (/proc/<pid>/task/<tid>/schedstat, readable inside the hardened
+  container): a program that sleeps, blocks on input or deadlocks never waits in a run
+  queue, so its own time is the wall clock and it times out exactly as before; one starved
+  by the node's load gets its waiting time back, up to a backstop.
+"""
+
+import os
+
+CHUNK = 65536
+OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+MEMORY_STAT = ("/sys/fs/cgroup/memory/memory.stat", "/sys/fs/cgroup/memory.stat")
+# The anonymous memory of the cgroup (v1 `rss` includes transparent huge pages; v2 `anon`).
+ANON_KEYS = (b"rss", b"anon")
+# The container's CPU time: v1 cpuacct (ns), then v2 cpu.stat (usage_usec).
+CPUACCT = ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")
+CPU_STAT = ("/sys/fs/cgroup/cpu.stat",)
+# How often the run-queue waits of a running test's tasks are read. A task's wait is added to
+# its counter when it gets a CPU, so nothing is lost between two readings but the last
+# interval of a task that exits in it.
+WAIT_SAMPLE_INTERVAL_S = 0.05
+
+
+class KeptFile:
+    """A kernel status file (cgroup, /proc) opened once and re-read from its start with pread
+    each time: a test reads a dozen of them, and opening is most of what reading them costs.
+    The first of `paths` that opens is used (cgroup v1 names, then v2); when none does, it
+    is not tried again."""
+
+    def __init__(self, *paths):
+        self.paths = paths
+        self.fd = None
+        self.missing = False
+
+    def data(self):
+        """The whole file as it reads now (bytes), or None."""
+        for _ in range(2):  # a read that fails on a kept fd reopens once
+            if self.fd is None and not self.missing:
+                self.fd = self.open()
+            if self.fd is None:
+                return None
+            try:
+                chunks, offset = [], 0
+                while chunk := os.pread(self.fd, CHUNK, offset):
+                    chunks.append(chunk)
+                    offset += len(chunk)
+                return b"".join(chunks)
+            except OSError:
+                os.close(self.fd)
+                self.fd = None
+        return None
+
+    def text(self):
+        data = self.data()
+        return None if data is None else data.decode("ascii", "replace")
+
+    def open(self):
+        for path in self.paths:
+            try:
+                return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+        self.missing = True
+        return None
+
+    def first_int(self):
+        try:
+            return int((self.data() or b"").split()[0])
+        except (ValueError, IndexError):
+            return None
+
+    def keyed_int(self, keys):
+        """The value of the first `key value` line whose key is one of `keys`, or None."""
+        for line in (self.data() or b"").splitlines():
+            key, _, value = line.partition(b" ")
+            if key in keys:
+                try:
+                    return int(value)
+                except ValueError:
+                    return None
+        return None
+
+
+OOM_EVENTS = KeptFile(*OOM_FILES)
+MEMORY = KeptFile(*MEMORY_STAT)
+CPU_NS = KeptFile(*CPUACCT)
+CPU_USEC = KeptFile(*CPU_STAT)
+
+
+def read_oom_kills():
+    """The memory cgroup's OOM-kill counter (cgroup v1 oom_control or v2 memory.events)."""
+    return OOM_EVENTS.keyed_int((b"oom_kill",))
+
+
+def anon_bytes():
+    """The container's anonymous memory now (page cache and tmpfs files not included)."""
+    return MEMORY.keyed_int(ANON_KEYS)
+
+
+def container_cpu_s():
+    """CPU time the container's processes used so far (every process, live or gone), or None."""
+    ns = CPU_NS.first_int()
+    if ns is not None:
+        return ns / 1e9
+    usec = CPU_USEC.keyed_int((b"usage_usec",))
+    return None if usec is None else usec / 1e6
+
+
+def run_queue_waits(skip):
+    """{tid: ns spent runnable but not running} for every task of every process but `skip`."""
+    waits = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in skip:
+            continue
+        try:
+            tids = os.listdir(f"/proc/{entry}/task")
+        except OSError:  # gone meanwhile
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{entry}/task/{tid}/schedstat", "rb") as handle:
+                    waits[int(tid)] = int(handle.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return waits
+
+
+class WaitClock:
+    """A test's own time: the wall clock since `started` minus the time its tasks were kept
+    from a CPU (the node's load, or its own share of the container's CPU quota).
+
+    Counted like a pressure stall ("some task waited"): over each interval between two
+    readings, the longest wait of any one task. Never the sum: ten tasks waiting at once
+    are one wait, and a program cannot turn its own parallelism into extra time. The CPU
+    the whole tree used (the container's counter) is kept beside it, for the verdict."""
+
+    def __init__(self, started, skip):
+        self.started = started
+        self.skip = skip
+        self.waits = {}
+        self.waited_s = 0.0
+        self.cpu_before = container_cpu_s()
+        self.next_sample = started + WAIT_SAMPLE_INTERVAL_S
+
+    def sample(self, now):
+        waits = run_queue_waits(self.skip)
+        worst = 0
+        for tid, wait in waits.items():
+            before = self.waits.get(tid, 0)
+            worst = max(worst, wait - before if wait >= before else wait)  # a reused tid: new task
+        self.waits = waits
+        self.waited_s = min(self.waited_s + worst / 1e9, now - self.started)
+        self.next_sample = now + WAIT_SAMPLE_INTERVAL_S
+
+    def own_s(self, now):
+        return now - self.started - self.waited_s
+
+    def tree_cpu_s(self):
+        after = container_cpu_s()
+        if after is None or self.cpu_before is None:
+            return None
+        return max(0.0, after - self.cpu_before)

@@ -1,0 +1,94 @@
+"""The supervisor's clock for a running test (in_container/kernel_stats.py, supervisor.time_up):
+a program that waited for a CPU gets that time back up to a backstop, one that slept does not.
+The kernel's readings are replaced by scripted ones: no Docker, no real load needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.sandbox.in_container import kernel_stats, supervisor
+
+LIMIT_S = 2.0
+BACKSTOP_S = 6.0
+
+
+class Kernel:
+    """Scripted run-queue waits (ns per tid) and container CPU time (s)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.waits: dict[int, int] = {}
+        self.cpu_s = 0.0
+        monkeypatch.setattr(kernel_stats, "run_queue_waits", lambda skip: dict(self.waits))
+        monkeypatch.setattr(kernel_stats, "container_cpu_s", lambda: self.cpu_s)
+
+
+def verdict_at(clock: kernel_stats.WaitClock, now: float) -> str | None:
+    clock.sample(now)
+    return supervisor.time_up(clock, now, LIMIT_S, BACKSTOP_S)
+
+
+def test_a_sleeping_program_times_out_on_the_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sleep, a read that never returns, a deadlock: never in a run queue, so never masked."""
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits = {10: 2_000_000}  # 2 ms of start-up waiting
+    kernel.cpu_s = 0.05
+    assert verdict_at(clock, LIMIT_S) is None  # it gets its 2 ms back
+    assert verdict_at(clock, LIMIT_S + 0.003) == "timeout"
+
+
+def test_a_starved_program_gets_its_waiting_back_then_is_starved(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits = {10: 1_800_000_000}  # 1.8 s of its first 2 s in a run queue
+    kernel.cpu_s = 0.2
+    assert verdict_at(clock, LIMIT_S) is None
+    kernel.waits = {10: 5_500_000_000}
+    kernel.cpu_s = 0.5
+    assert verdict_at(clock, BACKSTOP_S) == "starved"
+
+
+def test_a_starved_program_that_used_its_time_still_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits = {10: 1_000_000_000}
+    assert verdict_at(clock, LIMIT_S) is None
+    kernel.waits = {10: 2_000_000_000}  # own time 3.5 - 2.0 = 1.5 s: not yet
+    assert verdict_at(clock, 3.5) is None
+    assert verdict_at(clock, 4.01) == "timeout"  # own time 2.01 s
+
+
+def test_many_waiting_tasks_count_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight processes of the program fighting over the container's one CPU wait at once: one
+    wait, not eight (the sum would hand a parallel program eight times the clock), and the
+    CPU they burn together ends it at the limit."""
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits = {tid: 1_750_000_000 for tid in range(10, 18)}
+    kernel.cpu_s = 1.0
+    assert verdict_at(clock, LIMIT_S) is None
+    assert clock.waited_s == pytest.approx(1.75)
+    kernel.cpu_s = LIMIT_S
+    assert verdict_at(clock, LIMIT_S + 0.1) == "timeout"
+
+
+def test_waits_are_counted_per_task_between_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task that ended between two readings takes its waiting with it; a new task (or a reused
+    tid with a smaller counter) counts from zero."""
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits = {10: 300_000_000}
+    clock.sample(0.5)
+    kernel.waits = {10: 400_000_000, 11: 50_000_000}
+    clock.sample(1.0)
+    kernel.waits = {10: 20_000_000}  # tid 10 reused by a new task
+    clock.sample(1.5)
+    assert clock.waited_s == pytest.approx(0.3 + 0.1 + 0.02)
+    assert clock.own_s(1.5) == pytest.approx(1.5 - 0.42)
+
+
+def test_the_waits_of_real_tasks_are_readable() -> None:
+    """On this machine's /proc: every task's schedstat parses (the supervisor reads the same
+    files inside the container)."""
+    waits = kernel_stats.run_queue_waits(set())
+    assert waits and all(isinstance(v, int) and v >= 0 for v in waits.values())

@@ -1,0 +1,110 @@
+"""An overloaded node never turns a right answer into a 0 (issue 27, 2).
+
+The host is saturated for the length of each test by busy loops in containers of their own
+with a large CPU weight (`--cpu-shares`): busy loops on the host itself would share one CPU
+group and leave a sandbox container half the machine, while the node this models ran dozens
+of containers at once. Under it, honest programs compile and run to `accepted` or come back
+as no verdict (masked, retried); a sleeping program still gets its time_limit_exceeded."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from referee.sandbox import SandboxPool
+from referee.verifiers import Check, Resources
+from referee.verifiers.base import VerifierError
+from referee.verifiers.code import CodeOptions, CodeVerifier
+from tests.sandbox.helpers import make_sandbox_settings
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "20 22\n", "output": "42\n"}]
+RUST_IO = (
+    "let mut s = String::new(); std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).unwrap();"
+    " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
+)
+HONEST = {
+    # About 0.3 s of CPU on a quiet machine: several times its 2 s limit in wall-clock time here.
+    "python": "s = 0\nfor i in range(3_000_000):\n    s += i\na, b = map(int, input().split())\nprint(a + b)\n",
+    "javascript": 'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+    "console.log(a + b);\n",
+    "cpp": "#include <bits/stdc++.h>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
+    "rust": f'fn main() {{ {RUST_IO} println!("{{}}", v[0] + v[1]); }}\n',
+    "java": "public class Main { public static void main(String[] x) { java.util.Scanner s = new "
+    "java.util.Scanner(System.in); System.out.println(s.nextLong() + s.nextLong()); } }\n",
+}
+# Each hog container forks into 8 busy loops; two of them, at 16x a sandbox container's CPU
+# weight, leave each of the five sandbox containers about 1/37 of the machine. On the code
+# before this test, a 0 came every time (time-outs, compile errors).
+HOG_CONTAINERS = 2
+HOG_SHARES = 16384
+HOG = "import os\nfor _ in range(3):\n    os.fork()\nwhile True:\n    pass\n"
+
+
+@pytest.fixture
+def saturated_node(sandbox_image: str) -> Iterator[None]:
+    names = [f"referee-test-hog-{uuid.uuid4().hex[:8]}" for _ in range(HOG_CONTAINERS)]
+    base = ["docker", "run", "-d", "--rm", "--network", "none", "--cpu-shares", str(HOG_SHARES)]
+    try:
+        for name in names:
+            subprocess.run([*base, "--name", name, sandbox_image, "python3", "-c", HOG], check=True)
+        yield
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
+
+
+async def _judge(pool: SandboxPool, language: str, program: str) -> Check | VerifierError:
+    verifier, options = CodeVerifier(), CodeOptions()
+    reference = verifier.validate_reference({"language": language, "tests": TESTS})
+    prepared = verifier.prepare(reference, options)
+    [result] = await verifier.check_group([program], prepared, options, Resources(sandbox=pool))
+    return result
+
+
+async def test_honest_programs_on_a_saturated_node_are_never_scored_0(
+    saturated_node: None, escape_check: None
+) -> None:
+    """Compiles and tests that take several times their limits in wall-clock time under the
+    load (Rust's compile took 18 s here against a 10 s limit, Java's tests 3 s and the Python
+    one 4 s against 2 s): each program is accepted, or no verdict at all."""
+    pool = SandboxPool(make_sandbox_settings(pool_size=len(HONEST), max_parallel=len(HONEST)))
+    await pool.start()
+    try:
+        results = await asyncio.gather(*(_judge(pool, lang, code) for lang, code in HONEST.items()))
+    finally:
+        await pool.close()
+    outcomes = {
+        lang: r.details["verdict"] if isinstance(r, Check) else "no verdict"
+        for lang, r in zip(HONEST, results, strict=True)
+    }
+    assert set(outcomes.values()) <= {"accepted", "no verdict"}, outcomes
+    for result in results:
+        assert isinstance(result, VerifierError) or result.score == 1.0
+        if isinstance(result, VerifierError):
+            assert "overloaded" in str(result)
+    # Most get through: a masked sample is a last resort, not the rule.
+    assert list(outcomes.values()).count("accepted") >= len(HONEST) - 2, outcomes
+
+
+async def test_a_sleeping_program_on_a_saturated_node_still_gets_its_0(
+    saturated_node: None, sandbox_pool: SandboxPool, escape_check: None
+) -> None:
+    """Sleeping, blocked or deadlocked is the program's own doing, however busy the node:
+    it never waits in a run queue, so it times out on the wall clock, never masked."""
+    program = "import time\ntime.sleep(60)\n"
+    result = await _judge(sandbox_pool, "python", program)
+    assert isinstance(result, Check), result
+    assert (result.details["verdict"], result.score) == ("time_limit_exceeded", 0.0)
+
+
+async def test_a_busy_program_on_a_quiet_node_times_out_at_its_limit(sandbox_pool: SandboxPool) -> None:
+    """The time it gets back is only what it waited: alone, an endless loop is out of time
+    when it has used its limit (never masked on a quiet node)."""
+    result = await _judge(sandbox_pool, "python", "while True:\n    pass\n")
+    assert isinstance(result, Check), result
+    assert result.details["verdict"] == "time_limit_exceeded"
