@@ -14,7 +14,12 @@
 
 If the supervisor dies or reports tampering during test i, the tests not yet run go to a new
 container. A test that kills the supervisor twice in a row is the candidate's doing and gets
-runtime_error; a container that cannot even be obtained is an infrastructure error.
+runtime_error; a container that cannot even be obtained is an infrastructure error, and so is
+one the engine killed (`docker kill`, `rm -f`, a restart): the run moves to a new container once.
+
+Dead warm containers are never handed out: Docker's events (engine.py) drop a container
+that dies or is removed from the warm set at once, and every checkout (and the maintainer, each
+second) checks the container's attach stream is still open, in case the events were missed.
 """
 
 from __future__ import annotations
@@ -23,43 +28,23 @@ import asyncio
 import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import structlog
 
 from referee.sandbox.container import SandboxContainer, StreamLost
-from referee.sandbox.hardening import LABEL, container_create_kwargs
+from referee.sandbox.engine import ContainerWatch, connect_engine, docker_client, remove_containers
+from referee.sandbox.hardening import container_create_kwargs
 from referee.sandbox.image import image_ref
 from referee.sandbox.instance import InstanceClaim, claim_instance
-from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestRun, encode_request
-from referee.sandbox.settings import SandboxSettings, docker_module
+from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestRun
+from referee.sandbox.settings import SandboxSettings
+from referee.sandbox.submission import run_tests
 
 log = structlog.get_logger(__name__)
 
-# Slack on top of the limits before the host gives up on a supervisor (kills, pipes, transfer).
-PER_TEST_SLACK_S = 3.0
 MAX_TEST_ATTEMPTS = 2
-# Output kept per test once it has been judged (for the verdict's details).
-KEPT_BYTES = 512
-# A test whose output (base64, as it arrived) is at most this is decoded and judged on the event
-# loop: microseconds, against a thread hop per test that costs more than the judging itself.
-INLINE_JUDGE_BYTES = 4096
-
-
-def _output_size(msg: dict[str, Any]) -> int:
-    return sum(len(msg.get(key) or "") for key in ("stdout", "stderr", "result"))
-
-
-def _finish_test(job: Job, index: int, msg: dict[str, Any]) -> TestRun:
-    """One test's TestRun; judged at once when the job has a judge, after which only a short
-    prefix of its output is kept (a group holds at most one test's full output at a time)."""
-    run = TestRun.from_message(msg)
-    if run.tampered:
-        run.status, run.note = "lost", "the program tampered with the sandbox supervisor"
-    if job.judge is not None:
-        run.verdict = job.judge(index, run)
-        run.stdout, run.stderr, run.result = run.stdout[:KEPT_BYTES], run.stderr[-KEPT_BYTES:], None
-    return run
 
 
 class SandboxPool:
@@ -69,6 +54,7 @@ class SandboxPool:
         self._client: Any = None
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="referee-sandbox")
         self._warm: list[SandboxContainer] = []
+        self._watch: ContainerWatch | None = None  # Docker's events, once started
         self._starting = 0
         self._in_use = 0  # containers handed to a submission
         self._recycling = 0  # containers scrubbing themselves after a submission
@@ -82,7 +68,7 @@ class SandboxPool:
         self._healthy = False
         self._reason = "not started"
         self._closed = False
-        self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0}
+        self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0, "found_dead": 0}
         self._claim: InstanceClaim | None = None  # the instance slot, when this pool claimed one
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -91,34 +77,9 @@ class SandboxPool:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
 
-    def _connect_blocking(self) -> Any:
-        docker = docker_module()
-
-        s = self.settings
-        client = (
-            docker.DockerClient(base_url=s.docker_host, timeout=int(s.docker_timeout_s))
-            if s.docker_host
-            else docker.from_env(timeout=int(s.docker_timeout_s))
-        )
-        try:
-            client.ping()
-            try:
-                client.images.get(self.image)
-            except docker.errors.ImageNotFound:
-                raise SandboxUnavailable(
-                    f"sandbox image {self.image} is missing: run `referee sandbox build`"
-                ) from None
-            for c in client.api.containers(all=True, filters={"label": f"{LABEL}={s.instance}"}):
-                with contextlib.suppress(docker.errors.APIError):
-                    client.api.remove_container(c["Id"], force=True)
-        except BaseException:
-            client.close()
-            raise
-        return client
-
     async def _connect(self) -> bool:
         try:
-            self._client = await self._call(self._connect_blocking)
+            self._client = await self._call(connect_engine, self.settings, self.image)
         except SandboxUnavailable as exc:
             self._set_unhealthy(str(exc))
             return False
@@ -146,11 +107,20 @@ class SandboxPool:
                 self._set_unhealthy(f"no sandbox instance id: {exc}"[:500])
                 return
             self.settings = self.settings.model_copy(update={"instance": self._claim.instance})
+        assert self.settings.instance is not None
+        self._watch = ContainerWatch(
+            partial(docker_client, self.settings),
+            self.settings.instance,
+            self.settings.retry_interval_s,
+            self._on_dead,
+        )
+        self._watch.start()
         await self._connect()
         self._maintainer = asyncio.create_task(self._maintain())
 
     async def close(self) -> None:
         self._closed = True
+        await self._stop_events()
         if self._maintainer is not None:
             self._maintainer.cancel()
             with contextlib.suppress(BaseException):
@@ -162,7 +132,7 @@ class SandboxPool:
         await asyncio.gather(*(self._remove(c) for c in warm), return_exceptions=True)
         if self._client is not None:
             with contextlib.suppress(Exception):
-                await self._call(self._sweep_blocking)
+                await self._call(remove_containers, self._client, self.settings.instance)
             self._client.close()
             self._client = None
         self._healthy, self._reason = False, "closed"
@@ -175,6 +145,7 @@ class SandboxPool:
         container where it is: what a crashed service leaves behind (the next `start()` of
         this instance removes them). For tests of that recovery, and nothing else."""
         self._closed = True
+        await self._stop_events()
         if self._maintainer is not None:
             self._maintainer.cancel()
             with contextlib.suppress(BaseException):
@@ -191,17 +162,30 @@ class SandboxPool:
         """Submissions waiting for a run slot (all `max_parallel` slots are busy)."""
         return self._queued
 
-    def _sweep_blocking(self) -> None:
-        for c in self._client.api.containers(
-            all=True, filters={"label": f"{LABEL}={self.settings.instance}"}
-        ):
-            with contextlib.suppress(Exception):
-                self._client.api.remove_container(c["Id"], force=True)
+    async def _stop_events(self) -> None:
+        if self._watch is not None:
+            await self._watch.stop()
 
     def health(self) -> tuple[bool, str]:
+        """Healthy while Docker is reachable and the image is there. The reason counts only warm
+        containers that are alive, and says when the pool is short of `pool_size` warm."""
         if not self._healthy:
             return False, self._reason
-        return True, f"ok: {len(self._warm)} warm, {self._starting} starting, image {self.image}"
+        snap = self.readiness()
+        refilling = f" of {snap['pool_size']} (refilling)" if snap["refilling"] else ""
+        return True, f"ok: {snap['warm']} warm{refilling}, {snap['starting']} starting, image {self.image}"
+
+    def readiness(self) -> dict[str, Any]:
+        """What /readyz reports: warm counts only live containers (a cheap peek at each)."""
+        warm = sum(1 for c in self._warm if c.alive())
+        return {
+            "warm": warm,
+            "starting": self._starting,
+            "busy": self._in_use + self._recycling,
+            "pool_size": self.settings.pool_size,
+            "refilling": self._healthy and warm < self.settings.pool_size,
+            "events": self._watch is not None and self._watch.connected,
+        }
 
     @property
     def containers(self) -> int:
@@ -243,6 +227,7 @@ class SandboxPool:
                     self._client = None
                     await self._connect()
                 continue
+            self._drop_dead_warm()  # in case Docker's events were missed (stream reconnecting)
             # Containers needed now: submissions queued or waiting for one. Refilling up to
             # pool_size waits until no submission runs, so container starts (CPU-heavy in
             # dockerd/runc) do not slow tests that are judged on wall-clock time.
@@ -270,6 +255,8 @@ class SandboxPool:
         try:
             kwargs = container_create_kwargs(self._client.api, self.settings, self.image)
             container = await self._call(SandboxContainer.create, self._client.api, kwargs)
+            if self._watch is not None:
+                self._watch.track(container)
             if not await container.wait_ready(self.settings.start_timeout_s):
                 raise StreamLost("a new container reported itself unclean")
             container.memory_mb = self.settings.container_memory_mb()
@@ -278,16 +265,48 @@ class SandboxPool:
         except Exception as exc:
             if container is not None:
                 self._spawn(self._remove(container))
-            self._set_unhealthy(f"cannot start a sandbox container: {type(exc).__name__}: {exc}"[:500])
+            why = f"cannot start a sandbox container: {type(exc).__name__}: {exc}"[:500]
+            if (
+                container is not None
+                and self._watch is not None
+                and await self._watch.lost_to_engine(container)
+            ):
+                # Killed from outside while starting (a `docker kill` of everything, say): the
+                # engine works, so the next start is tried at once, not after retry_interval_s.
+                log.info("sandbox container killed while starting", reason=why)
+            else:
+                self._set_unhealthy(why)
         finally:
             self._starting -= 1
             self._changed.set()
 
     async def _remove(self, container: SandboxContainer) -> None:
+        if self._watch is not None:
+            self._watch.forget(container)
         container.close_stream()
         with contextlib.suppress(Exception):
             await self._call(self._client.api.remove_container, container.id, force=True)
         self.stats["removed"] += 1
+
+    # -- noticing dead containers ---------------------------------------------------------------
+
+    def _on_dead(self, container: SandboxContainer) -> None:
+        """Docker said `container` died or was removed."""
+        if container in self._warm:
+            self._warm.remove(container)
+            self._discard_dead(container)
+
+    def _drop_dead_warm(self) -> None:
+        dead = [c for c in self._warm if not c.alive()]
+        for container in dead:
+            self._warm.remove(container)
+            self._discard_dead(container)
+
+    def _discard_dead(self, container: SandboxContainer) -> None:
+        self.stats["found_dead"] += 1
+        log.info("sandbox container found dead", container=container.id[:12])
+        self._spawn(self._remove(container))  # gone already, or dying: removal is best effort
+        self._changed.set()  # the maintainer starts a replacement
 
     async def _acquire(self) -> SandboxContainer:
         deadline = time.monotonic() + self.settings.acquire_timeout_s
@@ -297,9 +316,12 @@ class SandboxPool:
             while True:
                 if not self._healthy:
                     raise SandboxUnavailable(self._reason)
-                if self._warm:
-                    self._in_use += 1
-                    return self._warm.pop(0)
+                while self._warm:
+                    container = self._warm.pop(0)
+                    if container.alive():
+                        self._in_use += 1
+                        return container
+                    self._discard_dead(container)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise SandboxUnavailable("no sandbox container became ready in time")
@@ -343,12 +365,13 @@ class SandboxPool:
             container = await self._acquire()
             result.containers += 1
             state = {"compiled": False}
-            finished = False
+            finished = to_engine = False
             try:
                 finished = await self._run_in(container, job, pending, result, state)
                 lost = ""
             except StreamLost as exc:
                 lost = str(exc)
+                to_engine = self._watch is None or await self._watch.lost_to_engine(container)
             finally:
                 self._in_use -= 1
                 if finished:
@@ -360,11 +383,12 @@ class SandboxPool:
             pending = [i for i, t in enumerate(result.tests) if t is None]
             if finished or not result.compile_ok or not pending:
                 return result
-            if not state["compiled"]:
-                # Nothing of the candidate ran in that container: not its doing.
+            if not state["compiled"] or to_engine:
+                # Nothing of the candidate ran in that container, or the engine killed it: not
+                # the program's doing. One more container, then an infrastructure error.
                 infra_failures += 1
                 if infra_failures >= MAX_TEST_ATTEMPTS:
-                    raise SandboxUnavailable(f"sandbox container failed before running the program: {lost}")
+                    raise SandboxUnavailable(f"sandbox container lost: {lost}")
                 continue
             current = pending[0]
             attempts[current] = attempts.get(current, 0) + 1
@@ -386,7 +410,7 @@ class SandboxPool:
             if not retire:
                 with contextlib.suppress(StreamLost):
                     ready = await container.wait_ready(self.settings.scrub_timeout_s)
-            if ready and not self._closed and self._healthy:
+            if ready and not self._closed and self._healthy and container.alive():
                 self.stats["reused"] += 1
                 self._warm.append(container)
             else:
@@ -409,30 +433,11 @@ class SandboxPool:
         memory_mb = self.settings.container_memory_mb(lim.memory_mb)
         if container.memory_mb != memory_mb:
             mem = f"{memory_mb}m"
-            await self._call(
-                self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
-            )
+            try:
+                await self._call(
+                    self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
+                )
+            except Exception as exc:  # gone (404), or the engine unreachable: nothing ran in it
+                raise StreamLost(f"cannot set the container's memory limit: {exc}"[:300]) from exc
             container.memory_mb = memory_mb
-        budget = lim.compile_timeout_s + 5.0 + len(pending) * (lim.time_s + PER_TEST_SLACK_S)
-        await container.send(encode_request(job, pending))
-        async for msg in container.messages(time.monotonic() + budget):
-            kind = msg.get("type")
-            if kind == "compiled":
-                state["compiled"] = True
-                result.compile_ok = bool(msg["ok"])
-                result.compile_output = str(msg.get("output", ""))
-                result.compile_time_s = float(msg.get("time_s") or 0.0)
-            elif kind == "test":
-                index = int(msg["index"])
-                if job.judge is not None and _output_size(msg) > INLINE_JUDGE_BYTES:
-                    # decode + judge (up to MBs of output) off the event loop
-                    result.tests[index] = await asyncio.to_thread(_finish_test, job, index, msg)
-                else:
-                    result.tests[index] = _finish_test(job, index, msg)
-            elif kind == "done":
-                return True
-            elif kind == "error":
-                raise StreamLost(f"supervisor error: {msg.get('message')}")
-            elif kind == "unclean":
-                raise StreamLost(f"the program left traces the sandbox could not remove: {msg.get('reason')}")
-        return False
+        return await run_tests(container, job, pending, result, state)

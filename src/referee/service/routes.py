@@ -28,6 +28,7 @@ from referee.models import (
     VerifierInfo,
     VerifierList,
 )
+from referee.sandbox import SandboxPool
 from referee.service.deps import CLIENT, CatalogDep, MetricsDep, OwnerDep, ScorerDep, StatsDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
@@ -236,6 +237,8 @@ async def readyz(scorer: ScorerDep, catalog: CatalogDep) -> JSONResponse:
     if sandbox is not None:
         ok, reason = sandbox.health()
         checks["sandbox"] = {"ok": ok, "reason": reason}
+        if isinstance(sandbox, SandboxPool):  # live warm containers only, and whether refilling
+            checks["sandbox"].update(sandbox.readiness())
     else:
         checks["sandbox"] = {"ok": False, "reason": "sandbox disabled"}
     # Reported, not deciding: scoring (registered types included) goes on while the registry
