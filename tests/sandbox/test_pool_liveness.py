@@ -111,15 +111,22 @@ async def test_events_drop_a_dead_warm_container_at_once(sandbox_image: str) -> 
 
 
 def test_the_event_listener_reconnects_and_stops(sandbox_image: str) -> None:
-    """The listener's stream is cut (as an engine restart cuts it): it subscribes again and still
-    reports deaths; `stop()` ends its thread at once."""
+    """The engine cannot be reached at first, then the listener's stream is cut (as an engine
+    restart cuts it): it subscribes again each time and still reports deaths; `stop()` ends its
+    thread at once."""
     settings = make_sandbox_settings(instance="pytest-events")
     seen: list[tuple[str, str]] = []
     listed = threading.Event()
+    refusals = [ConnectionRefusedError("the engine is restarting")] * 2
+
+    def connect() -> Any:
+        if refusals:
+            raise refusals.pop()
+        return docker_client(settings)
 
     async def scenario() -> None:
         events = EngineEvents(
-            lambda: docker_client(settings),
+            connect,
             "pytest-events",
             lambda cid, action: seen.append((cid, action)),
             lambda running, at: listed.set(),
@@ -130,10 +137,13 @@ def test_the_event_listener_reconnects_and_stops(sandbox_image: str) -> None:
         cid = ""
         try:
             await wait_until_async(lambda: events.connected, 10, what="the first subscription")
+            assert events.reconnects == 2 and not refusals
+            await wait_until_async(listed.is_set, 10, what="the running containers listed")
+            listed.clear()
             with events._lock:  # what an engine restart does to the stream
                 events._stream.close()
-            await wait_until_async(lambda: events.reconnects >= 1 and events.connected, 10, what="reconnect")
-            listed.clear()
+            await wait_until_async(lambda: events.reconnects == 3 and events.connected, 10, what="reconnect")
+            await wait_until_async(listed.is_set, 10, what="them listed again after reconnecting")
             cid = client.api.create_container(
                 image_ref(settings),
                 command=["sleep", "60"],

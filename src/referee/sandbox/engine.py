@@ -103,6 +103,7 @@ class EngineEvents:
         self._stream: Any = None
         self.connected = False  # subscribed, and the running containers were listed
         self.reconnects = 0
+        self._failing = False  # the last attempt failed: said once, not at every retry
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -133,8 +134,9 @@ class EngineEvents:
                 self._follow()
                 delay = FIRST_RETRY_S  # the engine was there: retry quickly after a restart
             except Exception as exc:
-                if not self._stopping.is_set():
-                    log.info("docker events unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
+                if not self._stopping.is_set() and not self._failing:  # once per outage
+                    log.warning("docker events unavailable", error=f"{type(exc).__name__}: {exc}"[:300])
+                self._failing = True
             finally:
                 self.connected = False
             if self._stopping.wait(delay):
@@ -158,6 +160,9 @@ class EngineEvents:
             running = client.api.containers(filters={"label": self._label, "status": "running"})
             self._post(self._on_running, {c["Id"] for c in running}, listed_at)
             self.connected = True
+            if self._failing:
+                log.info("docker events resumed", reconnects=self.reconnects)
+                self._failing = False
             for event in stream:
                 action = str(event.get("Action") or event.get("status") or "")
                 cid = str(event.get("id") or (event.get("Actor") or {}).get("ID") or "")
