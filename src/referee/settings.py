@@ -212,8 +212,9 @@ class AuditSettings(Section):
 class SandboxSettings(Section):
     """The Docker sandbox of the `code` verifier and registered python graders.
 
-    Limits default to the judging policy (2 s wall per test, 256 MB for the process tree, 64
-    processes, 1 MB of stdout, 64 KB of stderr kept, 10 s to compile).
+    Limits default to the judging policy (2 s per test, 256 MB for the process tree, 64
+    processes, 1 MB of stdout, 64 KB of stderr kept, 10 s to compile). Times are CPU time with
+    the node's run-queue waits given back; the wall clock is only a backstop (supervisor.py).
     """
 
     flat_prefix: ClassVar[str] = "sandbox_"
@@ -239,8 +240,8 @@ class SandboxSettings(Section):
     # container start (~160 ms each, ~7/s on 2 cores), and the pool refills while the trainer
     # generates the next batch. Idle containers cost only their supervisor (~10 MB each).
     pool_size: int = Field(default=16, ge=0, le=256, description="Warm containers kept started.")
-    # Tests are judged on wall-clock time: running more candidates than there are cores makes
-    # a correct program look slow. One running submission per core.
+    # One running submission per core: more would not finish sooner, only wait for CPUs (the
+    # waits are given back to a program, but a run past its backstop is masked and retried).
     max_parallel: int = Field(default_factory=_cpu_count, ge=1, le=256)
     max_starting: int = Field(default=2, ge=1, le=64, description="Container starts in flight.")
     # A container serves up to this many programs (each under a uid of its own, the container
@@ -255,6 +256,9 @@ class SandboxSettings(Section):
     # Submissions waiting for a run slot; beyond this, new ones fail at once ("sandbox
     # overloaded", status error) instead of piling up in memory.
     max_queued: int = Field(default=1024, ge=1)
+    # A program the node kept from a CPU past its backstop (`starved`) has no verdict: it is run
+    # again this many times (after a pause) before the response is answered status=error.
+    starved_retries: int = Field(default=1, ge=0, le=5)
 
     time_limit_s: float = 2.0
     memory_limit_mb: int = 256

@@ -28,7 +28,8 @@ from referee.sandbox.settings import SandboxSettings
 from referee.service.background import BackgroundServer
 from referee.settings import Settings
 from referee.verifiers import Resources
-from referee.verifiers.base import VerifierError
+from referee.verifiers import code as code_module
+from referee.verifiers.base import Check, VerifierError
 from referee.verifiers.code import CodeOptions, CodeReference, CodeVerifier, classify, extract_program
 from tests.timing import wait_until_async, within
 
@@ -600,25 +601,51 @@ def test_over_the_memory_limit_comes_before_out_of_time() -> None:
 
 
 class _StarvedSandbox(_NoRunSandbox):
-    """The node's load kept the second test from a CPU past its backstop."""
+    """The node's load kept the second test from a CPU past its backstop, for the first
+    `starved_runs` runs; later runs pass every test."""
+
+    def __init__(self, settings: SandboxSettings, starved_runs: int) -> None:
+        super().__init__(settings)
+        self.starved_runs, self.runs = starved_runs, 0
 
     async def run(self, job: Job) -> object:
         from referee.sandbox.protocol import RunResult
 
-        first = TestRun(status="exited", exit_code=0, stdout=b"a\n")
-        return RunResult(tests=[first, TestRun(status="starved"), TestRun(status="starved")])
+        self.runs += 1
+        ok = TestRun(status="exited", exit_code=0, stdout=b"a\n")
+        if self.runs <= self.starved_runs:
+            return RunResult(tests=[ok, TestRun(status="starved"), TestRun(status="starved")])
+        return RunResult(tests=[ok, ok, ok])
 
 
-async def test_a_starved_test_is_no_verdict_never_a_zero() -> None:
-    """`starved` (the supervisor's wall-clock backstop fired while the program had used far
-    less than its time) makes the response an error (masked, retried), not a time-out."""
+async def _score_on(sandbox: _StarvedSandbox) -> Check | VerifierError:
     verifier = CodeVerifier()
     reference = {"language": "python", "tests": [{"input": "", "output": "a\n"}] * 3}
     options = CodeOptions(reward="fraction")
     prepared = verifier.prepare(CodeVerifier.validate_reference(reference), options)
-    sandbox = _StarvedSandbox(SandboxSettings())
     [result] = await verifier.check_group(["print('a')"], prepared, options, Resources(sandbox=sandbox))
+    return result
+
+
+async def test_a_starved_program_is_no_verdict_never_a_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`starved` (the supervisor's wall-clock backstop fired while the program had used far
+    less than its time) makes the response an error (masked), not a time-out, once every
+    retry starved too."""
+    monkeypatch.setattr(code_module, "STARVED_PAUSE_S", 0.0)
+    sandbox = _StarvedSandbox(SandboxSettings(starved_retries=2), starved_runs=10)
+    result = await _score_on(sandbox)
     assert isinstance(result, VerifierError) and "overloaded" in str(result)
+    assert sandbox.runs == 3
+
+
+async def test_a_starved_program_is_run_again_for_its_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(code_module, "STARVED_PAUSE_S", 0.0)
+    sandbox = _StarvedSandbox(SandboxSettings(), starved_runs=1)
+    result = await _score_on(sandbox)
+    assert isinstance(result, Check) and result.score == 1.0, result
+    assert sandbox.runs == 2
+    never_again = _StarvedSandbox(SandboxSettings(starved_retries=0), starved_runs=1)
+    assert isinstance(await _score_on(never_again), VerifierError) and never_again.runs == 1
 
 
 # ---- Docker unreachable ---------------------------------------------------------------------------

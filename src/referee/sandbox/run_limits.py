@@ -34,8 +34,8 @@ class Limits:
         )
 
 
-# What the host adds to the limits before it gives up on a supervisor (sandbox/pool.py:
-# compile_timeout_s + HOST_SLACK_S + per test time_s + PER_TEST_SLACK_S). The supervisor
+# What the host adds to the limits before it gives up on a supervisor (sandbox/submission.py
+# waits host_wait_s for a request's messages: kills, pipes, transfer). The supervisor
 # gets a deadline a margin inside that wait, so a program the node starved ends as a
 # reported `starved` test (an infrastructure error), never as a lost stream.
 HOST_SLACK_S = 5.0

@@ -9,9 +9,8 @@ from typing import Any
 
 from referee.sandbox.container import SandboxContainer, StreamLost
 from referee.sandbox.protocol import Job, RunResult, TestRun, encode_request
+from referee.sandbox.run_limits import host_wait_s
 
-# Slack on top of the limits before the host gives up on a supervisor (kills, pipes, transfer).
-PER_TEST_SLACK_S = 3.0
 # Output kept per test once it has been judged (for the verdict's details).
 KEPT_BYTES = 512
 # A test whose output (base64, as it arrived) is at most this is decoded and judged on the event
@@ -42,7 +41,7 @@ async def run_tests(
     when the supervisor's stream ended, broke or said something wrong; `state["compiled"]`
     tells whether the program was compiled (then something of the candidate ran)."""
     lim = job.limits
-    budget = lim.compile_timeout_s + 5.0 + len(pending) * (lim.time_s + PER_TEST_SLACK_S)
+    budget = host_wait_s(lim, len(pending))  # the supervisor ends its own work inside it
     await container.send(encode_request(job, pending))
     async for msg in container.messages(time.monotonic() + budget):
         kind = msg.get("type")

@@ -42,8 +42,12 @@ from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Reso
 MAX_TESTS = 1000
 SHOWN_BYTES = 512
 # A test the node's load kept from a CPU past its wall-clock backstop (in_container/supervisor.py):
-# the response gets no verdict (status error, masked; the client may retry it), never a 0.
+# it is run again (`starved_retries`), then the response gets no verdict (status error,
+# masked), never a 0.
 STARVED = "the node kept the program from a CPU past its wall-clock backstop"
+# Pause before running a starved program again (times the attempt): the load that starved it
+# (a burst of compiles, a neighbour) often passes within seconds.
+STARVED_PAUSE_S = 1.0
 MAX_OUTPUT_LIMIT = 16 << 20
 MAX_SETUP_CHARS = 1 << 20
 NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
@@ -560,13 +564,17 @@ class CodeVerifier(AsyncVerifier):
             )
 
         job = Job(prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one)
-        try:
-            run = await pool.run(job)
-        except SandboxUnavailable as exc:
-            return VerifierError(f"code sandbox unavailable: {exc}")
-        if any(test is not None and test.status == "starved" for test in run.tests):
-            return VerifierError(f"code sandbox overloaded: {STARVED}")
-        return await asyncio.to_thread(self._check, run, prep, options)
+        retries = pool.settings.starved_retries
+        for attempt in range(retries + 1):
+            if attempt:  # a starved run says the node is saturated now: give it a moment
+                await asyncio.sleep(STARVED_PAUSE_S * attempt)
+            try:
+                run = await pool.run(job)
+            except SandboxUnavailable as exc:
+                return VerifierError(f"code sandbox unavailable: {exc}")
+            if not any(test is not None and test.status == "starved" for test in run.tests):
+                return await asyncio.to_thread(self._check, run, prep, options)
+        return VerifierError(f"code sandbox overloaded: {STARVED} ({retries + 1} runs)")
 
     async def check_group(
         self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
