@@ -207,6 +207,23 @@ def test_a_retry_after_is_never_cut_short_by_patience() -> None:
         attempts.after_response(busy, time.monotonic())
 
 
+def test_back_pressure_is_waited_out_without_an_outage_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A 503 `overloaded` (or 429) with Retry-After is the service's everyday answer under load:
+    many of them must not each warn of an outage that is not one; a 503 without it does."""
+    caplog.set_level(logging.DEBUG, logger="referee.client")
+    outage = Outage("http://referee", 60.0)
+    busy = httpx.Response(503, json={"error": "overloaded", "message": "busy"}, headers={"Retry-After": "0"})
+    limited = httpx.Response(
+        429, json={"error": "rate_limited", "message": "slow"}, headers={"Retry-After": "0"}
+    )
+    for response in (busy, limited, busy):
+        assert Attempts(RetryPolicy(), outage, "POST /v1/groups").after_response(response, time.monotonic())
+    assert not outage.down and _messages(caplog, logging.WARNING) == []
+    unavailable = httpx.Response(503, json={"error": "sandbox_unavailable", "message": "down"})
+    Attempts(RetryPolicy(), outage, "POST /v1/groups").after_response(unavailable, time.monotonic())
+    assert outage.down and len(_messages(caplog, logging.WARNING)) == 1
+
+
 def test_former_overload_patience_keyword_is_the_patience() -> None:
     assert RetryPolicy.of(overload_patience_s=12).patience_s == 12
     assert RetryPolicy.of(patience_s=5, overload_patience_s=12).patience_s == 5

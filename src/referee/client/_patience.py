@@ -18,7 +18,9 @@ caller's `timeout` is the bound it chose for one answer. A service killed while 
 request closes the connection (a reset or an early close), which *is* waited out.
 
 One outage is logged once per client, however many requests wait it out together: a warning
-when it starts, an info line when the service answers again (stdlib `logging`, logger
+when it starts, an info line when the service answers again. Back-pressure (a 503 `overloaded`
+or a 429 with `Retry-After`) is no outage: a loaded service says so many times a minute, and a
+warning each time would bury the real ones; it is logged at debug level (stdlib `logging`, logger
 `referee.client`, so a trainer's own logging configuration applies).
 """
 
@@ -175,10 +177,14 @@ class Attempts:
             return None
         code = error_code(response)
         waited = self._waited()
-        self.outage.failed(f"{response.status_code} {code or response.reason_phrase}", sent_at)
         remaining = self.policy.patience_s - waited
         told = _retry_after(response)
         asked_for_patience = told is not None and (response.status_code == 429 or code == "overloaded")
+        if asked_for_patience:
+            # Back-pressure, the service's everyday answer under load: not an outage to warn of.
+            log.debug("Referee service at %s asks to retry in %.1f s (%s)", self.outage.url, told, code)
+        else:
+            self.outage.failed(f"{response.status_code} {code or response.reason_phrase}", sent_at)
         if told is not None:
             # Never sooner than told; a little later, so that many clients told alike spread out.
             wait = max(told, 0.05) * random.uniform(1.0, 1.25)
