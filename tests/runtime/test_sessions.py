@@ -52,6 +52,16 @@ def test_only_digests_of_ids_are_held_and_their_number_is_bounded() -> None:
     assert [sessions.find(i) for i in ids] == [None, None, WHO, WHO, WHO]  # the oldest went first
 
 
+def test_one_key_logging_in_again_and_again_cannot_push_out_another_keys_sessions() -> None:
+    other = SessionIdentity("client", hashlib.sha256(b"other key").digest())
+    sessions = DashboardSessions(idle_s=60, max_age_s=300, max_sessions=10, max_per_key=3, clock=Clock())
+    kept = sessions.open(other)
+    ids = [sessions.open(WHO) for _ in range(50)]
+    assert sessions.find(kept) == other
+    assert [sessions.find(i) for i in ids[-4:]] == [None, WHO, WHO, WHO]  # its own oldest went
+    assert len(sessions) == 4
+
+
 def test_a_client_is_refused_after_its_failures_until_they_leave_the_window() -> None:
     clock = Clock()
     throttle = LoginThrottle(max_failures=3, window_s=60, max_failures_all=100, clock=clock)

@@ -34,6 +34,9 @@ Clock = Callable[[], float]
 # Bounds on what an attacker can make the service remember: sessions need a valid key, clients
 # only a failed login; past these the oldest entries are forgotten first.
 MAX_SESSIONS = 10_000
+# Sessions of one key: its oldest go first beyond this, so that no key holder, logging in again
+# and again, can push every other key's browsers out through the global bound.
+MAX_SESSIONS_PER_KEY = 32
 MAX_CLIENTS = 65_536
 
 
@@ -64,11 +67,13 @@ class DashboardSessions:
         max_age_s: float,
         *,
         max_sessions: int = MAX_SESSIONS,
+        max_per_key: int = MAX_SESSIONS_PER_KEY,
         clock: Clock = time.monotonic,
     ) -> None:
         self.idle_s = idle_s
         self.max_age_s = max_age_s
         self.max_sessions = max_sessions
+        self.max_per_key = max_per_key
         self.clock = clock
         self._sessions: OrderedDict[bytes, _Session] = OrderedDict()  # oldest login first
 
@@ -79,6 +84,9 @@ class DashboardSessions:
         """A new session for `identity`; returns its id, which only the cookie holds."""
         now = self.clock()
         self._forget_expired(now)
+        own = [d for d, s in self._sessions.items() if s.identity.key_digest == identity.key_digest]
+        for digest in own[: max(0, len(own) - self.max_per_key + 1)]:
+            del self._sessions[digest]
         while len(self._sessions) >= self.max_sessions:
             self._sessions.popitem(last=False)
         session_id = secrets.token_urlsafe(32)
