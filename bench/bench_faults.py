@@ -12,10 +12,12 @@ with its default patience -- until the schedule below is over:
     containers      `docker rm -f` every sandbox container of the service at once
     saturated       busy loops on every core (`--hog-factor` per core) for `--saturate-s`
     recovered       no fault again
+    drain           no new requests; those in flight are answered (bounded by `--drain-s`)
 
 Every response is labelled (the development sets: code pass fractions, math true/false), so
-each verdict is checked. Reported per phase (by when a request was sent): groups/s and its
-ratio to the baseline phase of the same run; and over the whole run: trainer crashes (an
+each verdict is checked. Reported per phase: groups/s answered in it and its ratio to the
+baseline phase of the same run, and the latency of the requests sent in it (a request waits
+out an outage, so its latency is where a fault shows); and over the whole run: trainer crashes (an
 exception out of the client: a trainer would have died), right answers scored 0, any other
 verdict that disagrees with its label, masked verdicts (status "error": the trainer skips
 them, a cost but not a wrong reward) and lost requests (sent, never answered). The goal
@@ -39,19 +41,22 @@ from typing import Any
 from tests.data import devset
 
 from bench._common import free_port, wait_ready
+from bench.bench_mixed_load import percentile
 from referee.client import AsyncClient
 
 INSTANCE = "bench-faults"
 LABEL = "org.referee.sandbox"
 CODE_GROUP = 8  # samples of one program per group (a comment apart, so none is deduplicated)
 MATH_GROUPS = 8  # one-sample math groups per request
-PHASES = ("baseline", "restart", "containers", "saturated", "recovered")
+PHASES = ("baseline", "restart", "containers", "saturated", "recovered", "drain")
 
 
 @dataclass
 class Tally:
     sent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    # by the phase in which the answer came (throughput), and seconds to it by the phase sent in
     served: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    latency: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
     verdicts: int = 0
     crashes: list[str] = field(default_factory=list)
     right_scored_zero: list[str] = field(default_factory=list)
@@ -189,14 +194,15 @@ async def client_loop(
     rng = random.Random(seed)
     while not done.is_set():
         groups, expected, ids = rng.choice(bodies)
-        sent_in = phase[0]
+        sent_in, sent_at = phase[0], time.monotonic()
         tally.sent[sent_in] += 1
         try:
             result = await client.score_groups(groups)
         except Exception as exc:  # what would have ended a training run
             tally.crashes.append(f"{sent_in}: {exc!r}"[:300])
             continue
-        tally.served[sent_in] += 1
+        tally.served[phase[0]] += 1
+        tally.latency[sent_in].append(time.monotonic() - sent_at)
         for group, wanted, row_id in zip(result.groups, expected, ids, strict=True):
             for verdict, label in zip(group.verdicts, wanted, strict=True):
                 tally.verdicts += 1
@@ -248,10 +254,11 @@ async def run(args: argparse.Namespace, service: Service) -> tuple[Tally, dict[s
                 hog.wait()
         await enter("recovered")
         await asyncio.sleep(args.phase_s)
-        durations[phase[0]] = time.monotonic() - entered[0]
+        await enter("drain")
         done.set()
         # Requests in flight are answered, not abandoned: a bounded wait, then they are lost.
         _finished, pending = await asyncio.wait(clients, timeout=args.drain_s)
+        durations[phase[0]] = time.monotonic() - entered[0]
         for task in pending:
             task.cancel()
     return tally, durations
@@ -279,10 +286,12 @@ def main() -> None:
     print(
         f"\n{args.clients} clients; outage {args.outage_s:g} s; load {args.hog_factor}x cores while saturated"
     )
-    print(f"{'phase':11} {'seconds':>8} {'groups/s':>9} {'vs baseline':>12}")
+    print("groups/s: answers received in the phase; latency: of the requests sent in it")
+    print(f"{'phase':11} {'seconds':>8} {'groups/s':>9} {'vs baseline':>12} {'p50 s':>7} {'p99 s':>7}")
     for name in PHASES:
         rate = tally.served[name] / durations[name]
-        print(f"{name:11} {durations[name]:8.1f} {rate:9.2f} {rate / base_rate:11.2f}x")
+        p50, p99 = percentile(tally.latency[name], 0.5), percentile(tally.latency[name], 0.99)
+        print(f"{name:11} {durations[name]:8.1f} {rate:9.2f} {rate / base_rate:11.2f}x {p50:7.1f} {p99:7.1f}")
     print(f"verdicts checked against their labels: {tally.verdicts}")
     for title, items in (
         ("trainer crashes (exceptions out of the client)", tally.crashes),
