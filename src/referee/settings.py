@@ -90,8 +90,9 @@ class ServiceSettings(Section):
     # login, whichever comes first.
     ui_session_idle_s: float = Field(default=3600.0, gt=0.0)
     ui_session_max_s: float = Field(default=12 * 3600.0, gt=0.0)
-    # Failed logins: a client (IP) with this many in the window gets 429 + Retry-After; past
-    # the all-clients bound, every client with a recent failure does (clean ones still log in).
+    # Failed logins, i.e. wrong keys at /ui/login or on any /v1/ route: a client (IP) with this
+    # many in the window gets 429 + Retry-After, whatever key it sends; past the all-clients
+    # bound, every client with a recent failure does (clean ones still log in).
     ui_login_max_failures: int = Field(default=10, ge=1)
     ui_login_window_s: float = Field(default=60.0, gt=0.0)
     ui_login_max_failures_all_clients: int = Field(default=100, ge=1)

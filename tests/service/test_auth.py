@@ -1,4 +1,5 @@
-"""Bearer keys: 401 without a valid key, 403 for an API key on admin routes, open mode."""
+"""Bearer keys: 401 without a valid key, 403 for an API key on admin routes, open mode; wrong
+keys on /v1 held to the dashboard's failed-login throttle."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
-from referee.service.auth import Auth, AuthError, Role
+from referee.runtime import LoginThrottle
+from referee.service.auth import Auth, AuthError, KeyGate, Role
 from referee.service.background import BackgroundServer
 from tests.registered.conftest import registered_settings
 from tests.registered.test_api import r1_math
@@ -81,3 +84,89 @@ def test_role_resolution_unit() -> None:
         with pytest.raises(AuthError):
             auth.role_of(header)
     assert Auth(registered_settings(Path("unused.db")).service).open
+
+
+# ---- wrong keys are throttled per client, as dashboard logins are ---------------------------
+
+
+def from_address(address: str) -> dict[str, str]:
+    """A client on its own address: uvicorn takes X-Forwarded-For from loopback (a proxy)."""
+    return {"X-Forwarded-For": address}
+
+
+def test_wrong_keys_on_v1_get_429_from_that_client_only(locked: BackgroundServer) -> None:
+    limit = locked.settings.service.ui_login_max_failures
+    window = locked.settings.service.ui_login_window_s
+    attacker, honest = from_address("10.88.0.1"), from_address("10.88.0.2")
+    with httpx.Client(base_url=locked.url, timeout=60) as http:
+        for guess in range(limit):
+            r = http.post("/v1/score", json=SCORE, headers={**attacker, **bearer(f"guess-{guess}")})
+            assert r.status_code == 401, guess
+        refused = http.post("/v1/score", json=SCORE, headers={**attacker, **bearer("guess-next")})
+        assert refused.status_code == 429 and 0 < int(refused.headers["retry-after"]) <= window
+        body = refused.json()
+        assert body["error"] == "too_many_wrong_keys" and set(body) == {"error", "message", "detail"}
+        # Its key is not even checked: the right one is refused too, on every route.
+        assert http.post("/v1/score", json=SCORE, headers={**attacker, **bearer(API)}).status_code == 429
+        assert http.get("/v1/verifiers", headers={**attacker, **bearer(ADMIN)}).status_code == 429
+        # Without a key it is told to authenticate, as anyone is.
+        assert http.get("/v1/verifiers", headers=attacker).status_code == 401
+        # One throttle for both doors: the dashboard's login refuses this client as well.
+        login = http.post(
+            "/ui/login", data={"key": API}, headers={**attacker, "Origin": locked.url}, follow_redirects=False
+        )
+        assert login.status_code == 429
+        # Another client's right key is served.
+        r = http.post("/v1/score", json=SCORE, headers={**honest, **bearer(API)})
+        assert r.status_code == 200 and r.json()["score"] == 1.0
+
+
+def test_missing_keys_are_no_guesses(locked: BackgroundServer) -> None:
+    limit = locked.settings.service.ui_login_max_failures
+    client = from_address("10.88.1.1")
+    with httpx.Client(base_url=locked.url, timeout=60, headers=client) as http:
+        for headers in ({}, {"Authorization": API}, {"Authorization": "Basic " + API}) * limit:
+            assert http.post("/v1/score", json=SCORE, headers=headers).status_code == 401
+        assert http.post("/v1/score", json=SCORE, headers=bearer(API)).status_code == 200
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _served(scope: Scope, receive: Receive, send: Send) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+async def test_a_throttled_client_is_let_in_again_once_its_failures_leave_the_window() -> None:
+    clock = FakeClock()
+    throttle = LoginThrottle(max_failures=3, window_s=60.0, max_failures_all=100, clock=clock)
+    gate = KeyGate(
+        _served, Auth(registered_settings(Path("unused.db"), api_keys=[API]).service), throttle=throttle
+    )
+
+    def client(address: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=gate, client=(address, 40000))
+        return httpx.AsyncClient(transport=transport, base_url="http://referee")
+
+    async with client("10.99.0.1") as attacker, client("10.99.0.2") as honest:
+        for _ in range(3):
+            assert (await attacker.get("/v1/verifiers", headers=bearer("guess"))).status_code == 401
+            clock.now += 10
+        refused = await attacker.get("/v1/verifiers", headers=bearer(API))
+        # The first failure leaves the window 60 s after it: 30 s from now.
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "30"
+        assert (await honest.get("/v1/verifiers", headers=bearer(API))).status_code == 200
+        clock.now += 29.5
+        assert (await attacker.get("/v1/verifiers", headers=bearer(API))).status_code == 429
+        # Let in (the refusals were not counted as failures), but its two newer failures still
+        # count: one more wrong key and it is refused again.
+        clock.now += 0.5
+        assert (await attacker.get("/v1/verifiers", headers=bearer(API))).status_code == 200
+        assert (await attacker.get("/v1/verifiers", headers=bearer("guess"))).status_code == 401
+        assert (await attacker.get("/v1/verifiers", headers=bearer(API))).status_code == 429

@@ -8,12 +8,13 @@ Other packages use only the names below (enforced by tests/test_layering.py).
 
 from referee.runtime.jobs import BackgroundJobs
 from referee.runtime.runtime import AUDITS_KEPT, Observer, Runtime, open_store
-from referee.runtime.sessions import DashboardLogins, SessionIdentity, client_of
+from referee.runtime.sessions import DashboardLogins, LoginThrottle, SessionIdentity, client_of
 
 __all__ = [
     "AUDITS_KEPT",
     "BackgroundJobs",
     "DashboardLogins",
+    "LoginThrottle",
     "Observer",
     "Runtime",
     "SessionIdentity",

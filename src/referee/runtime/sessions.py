@@ -1,4 +1,4 @@
-"""The dashboard's logins: server-side sessions and the failed-login throttle.
+"""The dashboard's logins: server-side sessions and the failed-login (wrong-key) throttle.
 
 `DashboardSessions`: a browser that logged in at `/ui/login` holds a random session id (the
 cookie), never its key. The service keeps only a SHA-256 digest of each id, mapped to the key's
@@ -6,13 +6,16 @@ identity (its role and key digest, as `Auth` computes them), so neither a memory
 log line can be replayed as a cookie or a key. A session ends when it is idle for `idle_s`,
 `max_age_s` after its login, or at logout (`revoke`): the old cookie then opens nothing.
 
-`LoginThrottle`: failed logins per client within a sliding window. A client (an IP address; an
-IPv6 /64, which one host usually holds whole) with `max_failures` failures in the last
-`window_s` is refused, without its key being checked, until the oldest of them leaves the
-window. All clients together (the target: this service's keys) may fail `max_failures_all`
-times per window; beyond that, a client with any recent failure is refused too, while clients
-with none may still log in, so nobody is locked out by another's guessing. A successful login
-clears nothing: a holder of one key cannot reset its count to keep guessing others.
+`LoginThrottle`: failed logins per client within a sliding window. A failure is a wrong key
+wherever it is tried: the dashboard's login form and fragments (`service/ui.py`) and every
+`/v1/` route (`service/auth.py`, `KeyGate`) count in this one throttle, so no door is a faster
+way to guess keys. A client (an IP address; an IPv6 /64, which one host usually holds whole)
+with `max_failures` failures in the last `window_s` is refused, without its key being checked,
+until the oldest of them leaves the window. All clients together (the target: this service's
+keys) may fail `max_failures_all` times per window; beyond that, a client with any recent
+failure is refused too, while clients with none may still log in, so nobody is locked out by
+another's guessing. A successful login clears nothing: a holder of one key cannot reset its
+count to keep guessing others.
 
 Both live in memory, owned by the `Runtime`: a restart logs every browser out, and each Ray
 replica has its own sessions (docs/dashboard.md).

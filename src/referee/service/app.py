@@ -75,7 +75,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     registration = registration_router(runtime.installed)
     api_routers = [router, registration, audits_router, stats_router]
     install_error_handlers(app, api_routers)
-    auth = install_auth(app, settings.service)
+    auth = install_auth(app, settings.service, runtime.dashboard.throttle)
     for api_router in api_routers:
         app.include_router(api_router)
     # The dashboard (/ui): read-only pages under the same keys, its static files beside them.

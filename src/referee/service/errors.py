@@ -52,7 +52,10 @@ _DESCRIPTIONS = {
         "JSON (not UTF-8, NaN or Infinity, lone surrogates, nested over 64 levels) are refused "
         "here too (`type: json_invalid`)."
     ),
-    429: "This key has too many requests in flight (REFEREE_MAX_CONCURRENT_REQUESTS_PER_KEY); retry after Retry-After",
+    429: (
+        "This key has too many requests in flight (REFEREE_MAX_CONCURRENT_REQUESTS_PER_KEY), or this "
+        "address sent too many wrong keys (REFEREE_UI_LOGIN_MAX_FAILURES); retry after Retry-After"
+    ),
     503: "Overloaded (queueing time over REFEREE_MAX_QUEUE_WAIT_S); retry after Retry-After",
 }
 _RETRY_AFTER = {

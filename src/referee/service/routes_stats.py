@@ -53,7 +53,7 @@ def record_groups(
 @stats_router.get(
     "/prompts",
     response_model=PromptStatsPage,
-    responses=documented(401, 404, 422),
+    responses=documented(401, 404, 422, 429),
     operation_id="prompt_stats",
 )
 async def prompt_stats(
@@ -76,7 +76,7 @@ async def prompt_stats(
 @stats_router.get(
     "/verifiers",
     response_model=VerifierStatsPage,
-    responses=documented(401, 404, 422),
+    responses=documented(401, 404, 422, 429),
     operation_id="verifier_stats",
 )
 async def verifier_stats(
