@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import pytest
 
 # Ray alone comes with the `trainers` extra too; Serve only with the `ray` extra.
 ray = pytest.importorskip("ray", reason="needs the `ray` extra: pip install -e '.[ray]'")
 pytest.importorskip("ray.serve", reason="needs the `ray` extra: pip install -e '.[ray]'")
+psutil = pytest.importorskip("psutil", reason="needs the `ray` extra: pip install -e '.[ray]'")
 
 import ray._private.state as ray_state  # noqa: E402
 from ray import serve  # noqa: E402

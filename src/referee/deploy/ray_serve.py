@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
+import threading
 import time
 from types import TracebackType
 from typing import Any, cast
@@ -30,9 +32,16 @@ import ray
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from referee.deploy.cluster_reaper import Watchdog, driver_files, reap, session_processes, start_watchdog
 from referee.settings import RaySettings, Settings
 
+logger = logging.getLogger(__name__)
+
 DEPLOYMENT_NAME = "Referee"
+# How long `RayConnection.close` lets Serve and Ray shut down before reaping regardless: Serve
+# gives replicas `graceful_shutdown_timeout_s` (30 s) to drain; a hung (e.g. stopped) raylet
+# would make `ray.shutdown()` wait forever.
+SHUTDOWN_TIMEOUT_S = 60.0
 # A replica whose worker pool stays down this long is reported unhealthy to Serve, which then
 # replaces it; shorter outages are the pool rebuilding itself (`WorkerPool.watch`).
 UNHEALTHY_AFTER_S = 30.0
@@ -154,15 +163,26 @@ class RayConnection:
     running on this machine) names, else a single-node cluster started here and owned by it.
 
     A cluster started here listens on `node_ip_address` and `dashboard_host` (loopback by
-    default). `close()` shuts Serve and Ray down and then reaps every process that cluster
-    started (GCS, raylet, agents, workers, the replicas' worker pools): each gets
-    `teardown_grace_s` to exit, then SIGKILL, so that no agent outlives the run. Processes of
-    a cluster this process only joined are never touched."""
+    default). `close()` shuts Serve and Ray down, waiting at most `shutdown_timeout_s`, and
+    then reaps every process that cluster started (GCS, raylet, agents, workers, the replicas'
+    worker pools): each gets `teardown_grace_s` to exit, then SIGKILL, so that no agent outlives
+    the run. Should this process die without closing (SIGKILL, a crash), a watchdog process
+    (`referee.deploy.cluster_reaper`) reaps them. Processes of a cluster this process only
+    joined are never touched."""
 
-    def __init__(self, ray_settings: RaySettings, **init_options: Any) -> None:
+    def __init__(
+        self,
+        ray_settings: RaySettings,
+        *,
+        shutdown_timeout_s: float = SHUTDOWN_TIMEOUT_S,
+        **init_options: Any,
+    ) -> None:
         self.ray_settings = ray_settings
+        self.shutdown_timeout_s = shutdown_timeout_s
         self.init_options = init_options
         self.started_cluster = False
+        self.session_dir: str | None = None
+        self.watchdog: Watchdog | None = None
 
     def __enter__(self) -> RayConnection:
         self.start()
@@ -196,6 +216,12 @@ class RayConnection:
         finally:
             ray_constants.ENABLE_RAY_CLUSTER = multi_node
         self.started_cluster = True
+        node: Any = ray._private.worker._global_node  # typed None until ray.init sets it
+        self.session_dir = node.get_session_dir_path()
+        try:
+            self.watchdog = start_watchdog(self.session_dir, self.ray_settings.teardown_grace_s)
+        except OSError as error:  # the cluster still serves; only a killed driver would leak it
+            logger.warning("no watchdog for the Ray cluster started here: %s", error)
 
     def processes(self) -> list[psutil.Process]:
         """The processes of the cluster started here and all their descendants (none for a
@@ -213,26 +239,32 @@ class RayConnection:
         return list(found.values())
 
     def close(self) -> None:
-        # Taken before shutting down: once their parents are gone, orphans can no longer be
-        # found by ancestry (psutil.Process compares start times, so a reused pid is not hit).
+        # Found by ancestry before shutting down, by the session directory after (orphans).
         tree = self.processes()
+        own_files = driver_files(self.session_dir) if self.session_dir else set()
+        # In a thread of its own: a hung raylet (stopped, deadlocked) makes `ray.shutdown()`
+        # wait forever; the reaping below ends it, and the shutdown with it.
+        shutdown = threading.Thread(target=self._shutdown, name="ray-shutdown", daemon=True)
+        shutdown.start()
+        shutdown.join(self.shutdown_timeout_s)
+        if shutdown.is_alive():
+            logger.warning(
+                "Ray did not shut down within %.0fs: reaping its processes", self.shutdown_timeout_s
+            )
+        if self.session_dir is not None:
+            exclude = {os.getpid(), self.watchdog.process.pid if self.watchdog else -1}
+            tree += session_processes(self.session_dir, own_files, exclude)
+        reap(tree, self.ray_settings.teardown_grace_s)
+        shutdown.join(5.0)
+        if self.watchdog is not None:  # last: had this process died on the way, it would reap
+            self.watchdog.stop()
+            self.watchdog = None
+
+    def _shutdown(self) -> None:
         if self.started_cluster:  # Serve on a cluster joined belongs to its owner
             with contextlib.suppress(Exception):
                 serve.shutdown()
         ray.shutdown()
-        _reap(tree, self.ray_settings.teardown_grace_s)
-
-
-def _reap(processes: list[psutil.Process], grace_s: float) -> None:
-    """SIGTERM what is still running of `processes`, SIGKILL what is left after `grace_s`."""
-    for process in processes:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    _gone, alive = psutil.wait_procs(processes, timeout=grace_s)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=5.0)
 
 
 def serve_forever(settings: Settings | None = None) -> None:
