@@ -232,3 +232,36 @@ def _generation_or_error(store: PostgresStore) -> object:
         return store.generation()
     except RegistryUnavailable as exc:
         return exc
+
+
+def test_a_silent_server_holds_up_only_the_requests_that_read_it(cluster: PostgresCluster) -> None:
+    """While a pinned version never loaded is being read from a server that stopped answering
+    (until the connection gives up, ~10 s), the event loop goes on: a built-in and a type
+    already loaded are answered at once, and the pinned request ends in the usual 503."""
+    settings = make_settings(workers=1, db_url=cluster.url, db_refresh_s=0.2)
+    with (
+        BackgroundServer(settings) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
+        assert http.post("/v1/verifiers", json=r1_math("pg.type")).status_code == 201
+        assert http.post("/v1/verifiers", json=r1_math("pg.type", 0.2)).status_code == 201
+        assert _score(http, "pg.type").json()["verifier"] == "pg.type@2"  # @1 never loaded
+        pinned: list[httpx.Response] = []
+        with _black_hole(cluster.port):
+
+            def read_pinned() -> None:
+                with httpx.Client(base_url=server.url, timeout=60) as own:
+                    pinned.append(_score(own, "pg.type@1"))
+
+            reader = threading.Thread(target=read_pinned, daemon=True)
+            reader.start()
+            time.sleep(0.5)  # the pinned read is now waiting on the silent server
+            assert reader.is_alive(), pinned
+            for ask in (lambda: _exact(http), lambda: _score(http, "pg.type"), lambda: http.get("/readyz")):
+                started = time.monotonic()
+                answered = ask()
+                assert answered.status_code == 200, answered.text
+                assert time.monotonic() - started < within(1.0), "the event loop waited on the database"
+            reader.join(60)
+        assert pinned, "the pinned request never ended"
+        _unreachable(pinned[0], cluster)

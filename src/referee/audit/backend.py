@@ -55,6 +55,7 @@ def scorer_backend(
             return await score_now([group])
 
     async def score(groups: Sequence[GroupSpec]) -> list[GroupResult]:
+        await scorer.prepare({c.name for g in groups for c in g.components()})
         programs = {i for i, g in enumerate(groups) if _uses_sandbox(scorer, g)}
         if not programs:
             return await score_now(groups)

@@ -5,6 +5,12 @@
 verifier objects once and cached; the cache is dropped whenever the store's generation moves
 (a registration or a DELETE, by this process or another one sharing the database).
 
+The store is never read on the event loop: `await load(names)` reads what resolving those names
+needs (the store's changes, pinned versions not built yet) in the catalog's own reader threads,
+and the synchronous `resolve()` the scorer calls while planning only looks in what was read. A
+database server that stops answering thus holds up only the requests that need a registered
+type read from it (until the outage is noticed, ~10 s), never built-ins, /readyz or loaded types.
+
 While the store cannot be read (its database server down, `RegistryUnavailable`), the catalog
 serves what it has loaded: the latest versions it knew of, and every version it has built since
 the process started, pinned ones included. A name it has not loaded is then a 503 (the store
@@ -24,7 +30,8 @@ import asyncio
 import hashlib
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -44,6 +51,9 @@ log = structlog.get_logger(__name__)
 
 ScoreExamples = Callable[[Verifier, list[RegisterExample]], Awaitable[list[Verdict]]]
 SCORE_TOLERANCE = 1e-6
+# Pinned versions remembered per generation (absent ones included) before the memo is cleared.
+PINNED_CACHE_SIZE = 4096
+_NOT_READ = object()  # a pinned version not read yet (None: read, and there is none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +115,18 @@ class VerifierCatalog:
         self.secrets = SecretBox(settings.secret_keys)
         self._generation: object = None
         self._latest: dict[str, StoredVersion] = {}
+        self._unreadable: RegistryUnavailable | None = None  # why the last refresh failed
+        # Pinned versions read for the current generation: the record, None (no such active
+        # version) or why it could not be read (tried again on the next load).
+        self._pinned: dict[tuple[str, int], StoredVersion | RegistryUnavailable | None] = {}
+        self._refreshing = asyncio.Lock()
+        # The store's reads, in threads of their own: a silent server holds these, never the
+        # event loop nor the default executor's threads. Changes (the generation, which the
+        # PostgreSQL store answers from its watcher's last read, then the latest versions) apart
+        # from pinned versions: a pinned read stuck on a silent server never holds up a type
+        # already loaded.
+        self._changes_reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="registry-changes")
+        self._versions_reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="registry-versions")
         self._instances: dict[tuple[str, int], Verifier] = {}
         # Versions built under an earlier generation: served again only while the store cannot
         # be read (versions are immutable; one disabled since is then still served).
@@ -142,51 +164,118 @@ class VerifierCatalog:
 
     async def aclose(self) -> None:
         await self.webhooks.aclose()
+        for reader in (self._changes_reader, self._versions_reader):
+            reader.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     # ---- resolution ------------------------------------------------------------------------
+    #
+    # The store is read only in the catalog's own threads (`_read`), never on the event loop: a
+    # database server that stops answering then holds up the requests that need a registered
+    # type it has to read (~10 s, until the outage is noticed), not every request, /readyz and
+    # built-ins included. `load()` (async) does the reads a set of names needs; `resolve()`
+    # (sync, what the scorer calls while planning) then only looks in what was loaded.
 
-    def _refresh(self) -> RegistryUnavailable | None:
-        """Reload after a change; the error, if the store cannot be read (what was loaded stays)."""
-        try:
-            generation = self.store.generation()
-            if generation != self._generation:
-                self._latest = {r.name: r for r in self.store.latest_active()}
+    @staticmethod
+    async def _read(reader: ThreadPoolExecutor, read: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(reader, read, *args)
+
+    def _read_changes(self, known: object) -> tuple[object, list[StoredVersion] | None]:
+        """(the store's generation, its latest versions if that moved from `known`): the reader's."""
+        generation = self.store.generation()
+        return generation, (None if generation == known else self.store.latest_active())
+
+    async def refresh(self) -> None:
+        """Reload after a change (by this process or another one sharing the database). When
+        the store cannot be read, what was loaded stays and the error is kept for `resolve`."""
+        async with self._refreshing:  # one at a time: a later one never lands before an earlier
+            try:
+                generation, latest = await self._read(
+                    self._changes_reader, self._read_changes, self._generation
+                )
+            except RegistryUnavailable as exc:
+                self._unreadable = exc
+                return
+            self._unreadable = None
+            if latest is not None and generation != self._generation:
+                self._latest = {r.name: r for r in latest}
                 self._loaded.update(self._instances)
                 self._instances.clear()
+                self._pinned.clear()
                 self._generation = generation
-        except RegistryUnavailable as exc:
-            return exc
-        return None
+
+    async def load(self, names: Iterable[str]) -> None:
+        """Read what resolving `names` needs, off the event loop: the store's changes (if any
+        name is not installed) and the pinned versions not built yet. A read that fails is
+        kept for `resolve` (a 503, or a version loaded earlier); built-ins need nothing."""
+        pinned: set[tuple[str, int]] = set()
+        wanted = False
+        for name in names:
+            base, _, version = name.partition("@")
+            if base in self.installed:
+                continue
+            wanted = True
+            if version.isdigit() and len(version) < 10:
+                pinned.add((base, int(version)))
+        if not wanted:
+            return
+        await self.refresh()
+        for key in sorted(pinned):
+            known = self._pinned.get(key, _NOT_READ)
+            if key in self._instances or not (known is _NOT_READ or isinstance(known, RegistryUnavailable)):
+                continue
+            record = await self._read_version(key)
+            if len(self._pinned) >= PINNED_CACHE_SIZE:  # names@N that do not exist, say
+                self._pinned.clear()
+            self._pinned[key] = record
+
+    async def _read_version(self, key: tuple[str, int]) -> StoredVersion | RegistryUnavailable | None:
+        """An active version as the store has it now, or why it cannot say. Read again if the
+        generation moved meanwhile (it might have been disabled)."""
+        while True:
+            generation = self._generation
+            try:
+                record: StoredVersion | None = await self._read(self._versions_reader, self.store.get, *key)
+            except RegistryUnavailable as exc:
+                return exc
+            if generation == self._generation:
+                return record
 
     def names(self) -> list[str]:
-        self._refresh()
+        """Installed and registered names, as last loaded."""
         return sorted({*self.installed.names(), *self._latest})
 
     def resolve(self, name: str) -> Verifier:
+        """The verifier `name` names, from what `load()` read (call it first: this never waits
+        on the store). RegistryUnavailable (503) when the store could not say."""
         base, _, version = name.partition("@")
         if base in self.installed:
             return self.installed.get(name)
-        unreadable = self._refresh()
-        record: StoredVersion | None
         if not version:
-            record = self._latest.get(base)
-        elif version.isdigit() and len(version) < 10:
-            key = (base, int(version))
-            if key in self._instances:
-                return self._instances[key]
+            latest = self._latest.get(base)
+            if latest is not None:
+                return self._instance(latest)
+            if self._unreadable is not None:  # perhaps registered meanwhile: say so, not 404
+                raise self._unreadable
+            raise UnknownVerifier(name, self.names())
+        if not (version.isdigit() and len(version) < 10):
+            raise UnknownVerifier(name, self.names())
+        key = (base, int(version))
+        if key in self._instances:
+            return self._instances[key]
+        record = self._pinned.get(key, _NOT_READ)
+        if record is _NOT_READ:  # not loaded first: read here, on the caller's thread
             try:
-                record = self.store.get(base, int(version))
-            except RegistryUnavailable:
-                if key in self._loaded:
-                    return self._loaded[key]
-                raise
-        else:
-            raise UnknownVerifier(name, self.names())
+                record = self.store.get(*key)
+            except RegistryUnavailable as exc:
+                record = exc
+        if isinstance(record, RegistryUnavailable):
+            if key in self._loaded:
+                return self._loaded[key]
+            raise record
         if record is None:
-            if unreadable is not None:  # perhaps registered meanwhile: say so, not 404
-                raise unreadable
             raise UnknownVerifier(name, self.names())
+        assert isinstance(record, StoredVersion)
         return self._instance(record)
 
     def kind(self, verifier: Verifier) -> str:
@@ -194,11 +283,11 @@ class VerifierCatalog:
             return self.installed.kind(verifier.name)
         return str(getattr(verifier, "kind", "registered"))
 
-    def registered(self) -> list[Verifier]:
+    async def registered(self) -> list[Verifier]:
         """The latest active version of every registered type. A stored version that no longer
         builds (a comparator it names was removed, say) is logged and left out, so one broken
         type does not break the listing of all the others."""
-        self._refresh()
+        await self.refresh()
         built = []
         for record in self._latest.values():
             try:
@@ -255,7 +344,7 @@ class VerifierCatalog:
                 f"{name!r} is a built-in verifier; it cannot be changed",
             )
 
-    def _guard_name(self, name: str) -> None:
+    async def _guard_name(self, name: str) -> None:
         """Names are unique ignoring case (and the pattern of RegisterRequest.name rules out
         leading, trailing and doubled separators), so `MATH` or `math.` cannot pose as `math`."""
         key = name.casefold()
@@ -266,7 +355,7 @@ class VerifierCatalog:
                 "builtin_verifier",
                 f"{name!r} is the name of the built-in verifier {builtin!r} (names ignore case)",
             )
-        self._refresh()
+        await self.refresh()
         taken = next((n for n in self._latest if n != name and n.casefold() == key), None)
         if taken is not None:
             raise DomainError(
@@ -307,7 +396,7 @@ class VerifierCatalog:
                 "this service cannot run probe batteries",
                 [{"loc": ["body", "probes"], "msg": "not supported here", "type": "probes_unavailable"}],
             )
-        self._guard_name(request.name)
+        await self._guard_name(request.name)
         n, limit = len(request.examples), self.settings.max_registered_examples
         _check_quota(n, limit, f"{n} examples; limit {limit}", "EXAMPLES")
         spec = dict(request.spec)

@@ -92,6 +92,7 @@ class Runtime:
             self.resources,
             observer=self._observe,
             resolver=self.catalog.resolve,
+            preload=self.catalog.load,
             admission=self.admission,
         )
         self._stack: contextlib.AsyncExitStack | None = None

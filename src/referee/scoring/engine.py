@@ -11,7 +11,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,7 @@ class Scorer:
         observer: Callable[[Verdict, str], None] | None = None,
         resolver: Callable[[str], Verifier] | None = None,
         admission: Admission | None = None,
+        preload: Callable[[Iterable[str]], Awaitable[None]] | None = None,
     ) -> None:
         self.limits = limits
         self.workers = workers
@@ -75,12 +76,20 @@ class Scorer:
         # Name -> verifier. The service passes its catalog's resolver (installed verifiers, then types
         # registered through the API, `name@N` pinned); raises UnknownVerifier.
         self.resolve: Callable[[str], Verifier] = resolver or installed.get
+        # Reads what resolving the names needs (the catalog's registry reads) off the event loop,
+        # so that `resolve` never waits on a database while planning.
+        self._preload = preload
         self.pool = pool
         self.resources = resources or Resources()
         self._observe = observer or (lambda verdict, name: None)
         self.admission = admission or Admission.for_workers(workers)
 
     # ---- validation ----------------------------------------------------------------------
+
+    async def prepare(self, names: Iterable[str]) -> None:
+        """Make `resolve(name)` ready for each of `names` without blocking (see `preload`)."""
+        if self._preload is not None:
+            await self._preload(names)
 
     def _job(self, name: str, reference: Any, options: Mapping[str, Any], loc: Loc) -> _Job:
         # UnknownVerifier propagates: the route answers 404
@@ -215,6 +224,7 @@ class Scorer:
         """Score independent items; `batch` says whether field paths are prefixed by items[i].
         `owner` (the caller's key) is who the work is admitted and queued for."""
         _limit(("items",), "items", len(items), self.limits.max_items)
+        await self.prepare({item.verifier for item in items})
         jobs = []
         for i, item in enumerate(items):
             item_loc: Loc = ("items", i) if batch else ()
@@ -254,6 +264,7 @@ class Scorer:
     ) -> list[GroupResult]:
         limits = self.limits
         _limit(("groups",), "groups", len(groups), limits.max_groups)
+        await self.prepare({c.name for group in groups for c in group.components()})
         planned: list[list[tuple[VerifierComponent, list[_Job]]] | DomainError] = []
         total = 0
         for g, group in enumerate(groups):

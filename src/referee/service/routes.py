@@ -104,7 +104,9 @@ async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList
     declarative/python/webhook, latest active version)."""
     installed = scorer.installed
     builtin = [verifier_info(v, installed.kind(v.name)) for v in installed]
-    return VerifierList(verifiers=builtin + [verifier_info(v, catalog.kind(v)) for v in catalog.registered()])
+    return VerifierList(
+        verifiers=builtin + [verifier_info(v, catalog.kind(v)) for v in await catalog.registered()]
+    )
 
 
 @router.get(
@@ -116,6 +118,7 @@ async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList
 )
 async def get_verifier(name: str, catalog: CatalogDep) -> VerifierInfo:
     """One verifier; `name@N` pins a registered type's version."""
+    await catalog.load([name])
     verifier = catalog.resolve(name)
     return verifier_info(verifier, catalog.kind(verifier))
 

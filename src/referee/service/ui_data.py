@@ -87,7 +87,7 @@ async def verifier_rows(catalog: VerifierCatalog) -> dict[str, Any]:
         for v in catalog.installed
     ]
     registered = []
-    for verifier in sorted(catalog.registered(), key=lambda v: v.name):
+    for verifier in sorted(await catalog.registered(), key=lambda v: v.name):
         versions = await catalog.versions(verifier.name)
         registered.append(
             {
