@@ -2,7 +2,8 @@
 
 The records of the last `keep` jobs are kept (a running one is never dropped); a job can be
 cancelled (its task, and with it the work it awaits) or, once ended, forgotten; the runtime
-cancels the tasks still running when it stops.
+cancels the tasks still running when it stops. A record follows its task through `on_cancelled`,
+which runs even when the task was cancelled before its work began.
 """
 
 from __future__ import annotations
@@ -33,10 +34,22 @@ class BackgroundJobs(Generic[Record]):
         task = self._tasks.get(job_id)
         return task is not None and not task.done()
 
-    def start(self, job_id: str, record: Record, work: Coroutine[Any, Any, None]) -> None:
-        """Run `work` as a task; `record` is what `get` returns for `job_id` meanwhile and after."""
+    def start(
+        self,
+        job_id: str,
+        record: Record,
+        work: Coroutine[Any, Any, None],
+        *,
+        on_cancelled: Callable[[Record], None] | None = None,
+    ) -> None:
+        """Run `work` as a task; `record` is what `get` returns for `job_id` meanwhile and after.
+        `on_cancelled(record)` is called once the task ends cancelled, whether or not `work` had
+        begun: a task cancelled before its first step never runs its body (nor its handlers)."""
         self._records[job_id] = record
-        self._tasks[job_id] = asyncio.create_task(work, name=f"referee-job-{job_id}")
+        task = asyncio.create_task(work, name=f"referee-job-{job_id}")
+        if on_cancelled is not None:
+            task.add_done_callback(lambda done: on_cancelled(record) if done.cancelled() else None)
+        self._tasks[job_id] = task
         while len(self._records) > self.keep:
             oldest = next((k for k in self._records if self._tasks[k].done()), None)
             if oldest is None:

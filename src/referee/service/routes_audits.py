@@ -227,7 +227,10 @@ async def start_audit(body: AuditRequest, runtime: RuntimeDep, caller: CallerDep
         finally:
             job.finished = time.time()
 
-    jobs.start(job.id, job, run())
+    def mark_cancelled(job: AuditJob) -> None:  # also when cancelled before `run` began
+        job.status, job.finished = "cancelled", job.finished or time.time()
+
+    jobs.start(job.id, job, run(), on_cancelled=mark_cancelled)
     return job.model_copy(update={"report": None})
 
 
