@@ -64,3 +64,31 @@ async def test_a_directory_bomb_costs_its_own_slot_only(one_container: SandboxPo
         assert honest.details["verdict"] == "accepted", honest.details
     assert time.perf_counter() - started < within(2.0)
     assert one_container.stats["removed"] == 0  # scrubbed within its budget, not discarded
+
+
+# As many directories side by side as the inodes of /work and /tmp allow (16,383 each),
+# then an honest answer. Removing them read each parent again per directory (1.7 s of CPU
+# per scratch dir, per test): a program timing out on every test pushed its request past
+# its deadline, and the remaining tests came back `starved` (masked, not its 0).
+FLAT_DIRS = (
+    """import itertools, os, string
+names = (''.join(t) for t in itertools.product(string.ascii_letters + string.digits, repeat=3))
+for top in ('/work', '/tmp'):
+    for name in names:
+        try:
+            os.mkdir(os.path.join(top, name))
+        except OSError:
+            break
+"""
+    + HONEST
+)
+
+
+async def test_directories_side_by_side_are_scrubbed_in_linear_time(one_container: SandboxPool) -> None:
+    started = time.perf_counter()
+    bomb = await _judge(one_container, FLAT_DIRS)
+    elapsed = time.perf_counter() - started
+    assert bomb.details["verdict"] == "accepted", bomb.details
+    assert one_container.stats["removed"] == 0
+    # Two tests, each making ~32,000 directories (~0.5 s) and scrubbing them: 7 s before.
+    assert elapsed < within(3.5), elapsed

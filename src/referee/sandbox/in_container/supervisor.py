@@ -444,26 +444,43 @@ def empty_dir(top):
     """Delete everything under `top` that this process owns, depth first by chdir: no
     recursion and no path length limit (a program may nest directories thousands deep), and
     directories it made unreadable are opened up first. Stops at the first thing it cannot
-    remove; the caller's final check then finds it."""
+    remove; the caller's final check then finds it.
+
+    Each directory is read once: its files are unlinked and its subdirectories noted. Reading
+    a directory again after each subdirectory is gone cost a read of (a buffer of) its
+    entries per subdirectory: 16,383 directories side by side took 1.7 s of CPU per scratch
+    dir, which a program used to overrun its request's deadline (masked, not its 0)."""
     os.chdir(top)
     names = []  # the directories we are inside, below `top`
+    pending = [clear_files()]  # per level: the subdirectories still to empty and remove
     while True:
-        subdir = None
-        with os.scandir(".") as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    subdir = entry.name
-                    break
-                os.unlink(entry.name)
-        if subdir is not None:
+        if pending[-1]:
+            subdir = pending[-1].pop()
             os.chmod(subdir, 0o700)
             os.chdir(subdir)
             names.append(subdir)
+            pending.append(clear_files())
         elif names:
+            pending.pop()
             os.chdir("..")
             os.rmdir(names.pop())
         else:
             return
+
+
+def clear_files():
+    """Unlink every entry of the current directory but subdirectories; returns their names.
+    An entry that is not ours to remove is left (the program's own scrub meets the root-owned
+    program file in /work: the supervisor removes that one); the final check sees the rest."""
+    subdirs = []
+    with os.scandir(".") as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.name)
+            else:
+                with contextlib.suppress(PermissionError):
+                    os.unlink(entry.name)
+    return subdirs
 
 
 def sysv_objects():
