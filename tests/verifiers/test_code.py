@@ -648,6 +648,46 @@ async def test_a_starved_program_is_run_again_for_its_verdict(monkeypatch: pytes
     assert isinstance(await _score_on(never_again), VerifierError) and never_again.runs == 1
 
 
+class _FailedThenStarvedSandbox(_NoRunSandbox):
+    """The first test runs and fails (a wrong answer, or a time-out in its own time); the
+    node's load then keeps the others from a CPU, on every run."""
+
+    def __init__(self, settings: SandboxSettings, first: TestRun) -> None:
+        super().__init__(settings)
+        self.first, self.runs = first, 0
+
+    async def run(self, job: Job) -> object:
+        from referee.sandbox.protocol import RunResult
+
+        self.runs += 1
+        return RunResult(tests=[self.first, TestRun(status="starved"), TestRun(status="starved")])
+
+
+@pytest.mark.parametrize(
+    "first",
+    [TestRun(status="exited", exit_code=0, stdout=b"b\n"), TestRun(status="timeout")],
+    ids=["wrong_answer", "time_limit_exceeded"],
+)
+async def test_a_failed_test_before_a_starved_one_is_a_zero_not_masked(
+    monkeypatch: pytest.MonkeyPatch, first: TestRun
+) -> None:
+    """Under the binary reward a test the program ran to its own end and failed decides its 0:
+    a wrong or endless program on a busy node was masked (its negative advantage gone)."""
+    monkeypatch.setattr(code_module, "STARVED_PAUSE_S", 0.0)
+    verifier = CodeVerifier()
+    reference = {"language": "python", "tests": [{"input": "", "output": "a\n"}] * 3}
+    for reward, zero in (("binary", True), ("fraction", False)):
+        options = CodeOptions(reward=reward)
+        prepared = verifier.prepare(CodeVerifier.validate_reference(reference), options)
+        sandbox = _FailedThenStarvedSandbox(SandboxSettings(), first)
+        [result] = await verifier.check_group(["print(1)"], prepared, options, Resources(sandbox=sandbox))
+        if zero:  # decided at once, not run again
+            assert isinstance(result, Check) and result.score == 0.0, result
+            assert result.details["verdict"] != "accepted" and sandbox.runs == 1
+        else:  # passed/total is unknown: no verdict
+            assert isinstance(result, VerifierError) and "overloaded" in str(result)
+
+
 # ---- Docker unreachable ---------------------------------------------------------------------------
 
 

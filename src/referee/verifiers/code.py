@@ -374,6 +374,23 @@ def classify(
     return "wrong_answer", f"returned {json.dumps(payload.get('value'))[:120]}"
 
 
+def _failed_before_starving(run: RunResult, prep: Prepared, options: CodeOptions) -> bool:
+    """True when a test that ran to its own end (not starved, not lost) failed: under the
+    binary reward the program's 0 does not depend on the tests the node kept from a CPU."""
+    for test_run, expected in zip(run.tests, prep.expected, strict=True):
+        if test_run is None or test_run.status in ("starved", "lost"):
+            continue
+        if test_run.verdict is not None:
+            verdict = test_run.verdict[0]
+        else:
+            verdict = classify_safely(test_run, prep.language, prep.mode, expected, options.stdio_convention)[
+                0
+            ]
+        if verdict != "accepted":
+            return True
+    return False
+
+
 def classify_safely(
     run: TestRun | None, language: Language, mode: str, expected: Any, convention: StdioConvention = "policy"
 ) -> Judgement:
@@ -573,6 +590,12 @@ class CodeVerifier(AsyncVerifier):
             except SandboxUnavailable as exc:
                 return VerifierError(f"code sandbox unavailable: {exc}")
             if not any(test is not None and test.status == "starved" for test in run.tests):
+                return await asyncio.to_thread(self._check, run, prep, options)
+            if options.reward == "binary" and await asyncio.to_thread(
+                _failed_before_starving, run, prep, options
+            ):
+                # Its 0 is decided by a test it did run: masking it would spare a wrong or
+                # too slow program its negative advantage whenever the node is busy.
                 return await asyncio.to_thread(self._check, run, prep, options)
         return VerifierError(f"code sandbox overloaded: {STARVED} ({retries + 1} runs)")
 
