@@ -85,3 +85,30 @@ async def test_a_java_heap_overflow_is_memory_limit_exceeded(one_container: Sand
     [check] = await verifier.check_group([program], prepared, options, Resources(sandbox=one_container))
     assert isinstance(check, Check), check
     assert [t["verdict"] for t in check.details["tests"]] == ["memory_limit_exceeded"] * 2, check.details
+
+
+# 236 MB of heap (about 246 MB with the interpreter) and 18 MB kept where anonymous memory
+# does not count it: a memfd, or a file in /tmp (tmpfs). 264 MB in all, over 256 MB.
+HEAP_AND_HIDDEN = """import os, time
+heap = bytearray(236 << 20)
+for i in range(0, len(heap), 4096):
+    heap[i] = 1
+fd = {open_hidden}
+for _ in range(18):
+    os.write(fd, b'y' * (1 << 20))
+time.sleep(0.1)  # held for a while: memory is sampled every 5 ms
+"""
+
+
+@pytest.mark.parametrize(
+    "open_hidden",
+    ["os.memfd_create('hidden')", "os.open('/tmp/hidden', os.O_WRONLY | os.O_CREAT, 0o600)"],
+    ids=["memfd", "tmpfs_file"],
+)
+async def test_shared_memory_counts_as_program_memory(one_container: SandboxPool, open_hidden: str) -> None:
+    """Shared memory (tmpfs files, memfds) is not anonymous memory, and only a kill frees it:
+    a program that put 18 MB there beside 246 MB of its own was accepted within 256 MB."""
+    program = HEAP_AND_HIDDEN.format(open_hidden=open_hidden) + HONEST
+    check = await _judge(one_container, program, TESTS)
+    verdicts = [t["verdict"] for t in check.details["tests"]]
+    assert verdicts == ["memory_limit_exceeded"] * 2, check.details

@@ -21,8 +21,11 @@ import os
 CHUNK = 65536
 OOM_FILES = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 MEMORY_STAT = ("/sys/fs/cgroup/memory/memory.stat", "/sys/fs/cgroup/memory.stat")
-# The anonymous memory of the cgroup (v1 `rss` includes transparent huge pages; v2 `anon`).
+# The anonymous memory of the cgroup (v1 `rss` includes transparent huge pages; v2 `anon`),
+# and its shared memory (`shmem`, both): tmpfs files, memfds, MAP_SHARED anonymous mappings,
+# System V segments. Neither is reclaimable without swap: page cache is, and is left out.
 ANON_KEYS = (b"rss", b"anon")
+SHMEM_KEYS = (b"shmem",)
 # The container's CPU time: v1 cpuacct (ns), then v2 cpu.stat (usage_usec).
 CPUACCT = ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")
 CPU_STAT = ("/sys/fs/cgroup/cpu.stat",)
@@ -82,14 +85,19 @@ class KeptFile:
 
     def keyed_int(self, keys):
         """The value of the first `key value` line whose key is one of `keys`, or None."""
-        for line in (self.data() or b"").splitlines():
-            key, _, value = line.partition(b" ")
-            if key in keys:
-                try:
-                    return int(value)
-                except ValueError:
-                    return None
-        return None
+        return keyed_int(self.data(), keys)
+
+
+def keyed_int(data, keys):
+    """In `key value` lines (bytes, or None), the value of the first key among `keys`, or None."""
+    for line in (data or b"").splitlines():
+        key, _, value = line.partition(b" ")
+        if key in keys:
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
 
 
 OOM_EVENTS = KeptFile(*OOM_FILES)
@@ -104,8 +112,12 @@ def read_oom_kills():
 
 
 def anon_bytes():
-    """The container's anonymous memory now (page cache and tmpfs files not included)."""
-    return MEMORY.keyed_int(ANON_KEYS)
+    """The container's memory that only a kill can free, now: anonymous memory and shared
+    memory (a program that kept 18 MB in a memfd or /tmp beside 246 MB of heap was within
+    256 MB). The page cache of the files it read is not included."""
+    data = MEMORY.data()
+    anon = keyed_int(data, ANON_KEYS)
+    return None if anon is None else anon + (keyed_int(data, SHMEM_KEYS) or 0)
 
 
 def container_cpu_s():
