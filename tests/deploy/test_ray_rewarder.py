@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="needs Ray (the `trainers` extra)")
+# referee.deploy imports Ray Serve (the `ray` extra), not only Ray (which `trainers` brings).
+pytest.importorskip("ray", reason="needs the `ray` extra: pip install -e '.[ray]'")
+pytest.importorskip("ray.serve", reason="needs the `ray` extra: pip install -e '.[ray]'")
 
 from ray.exceptions import RayActorError
 

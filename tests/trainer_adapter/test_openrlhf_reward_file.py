@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
-pytest.importorskip("openrlhf", reason="needs openrlhf (the `trainers` extra, see docs/training.md)")
+pytest.importorskip(
+    "openrlhf",
+    reason="needs openrlhf: `make` installs it with the `trainers` extra (pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
+)
 
 import referee.trainer_adapter.openrlhf as reward_file
 from tests.service.test_openrlhf_real import rollout
