@@ -118,9 +118,14 @@ class WorkerSettings(Section):
     }
 
     count: int = Field(default_factory=_cpu_count, ge=1, le=256, description="Verifier processes.")
-    # Time: the hard wall-clock budget of one verdict. A check that exceeds it gets score 0 with
-    # a reason, and its worker process is killed and replaced.
+    # Time: the CPU-time budget of one verdict (a verifier may set its own). A check that uses
+    # it gets score 0 with a reason; a busy node only makes it take longer (scoring/worker.py).
     verdict_timeout_s: float = Field(default=2.0, gt=0.0, le=600.0)
+    # The wall clock is only a backstop, at this many times the most CPU time a check can use
+    # (its budget + 2 s, see scoring/pool.py): a check still running then got less than 1/this
+    # of a CPU (a worker does no I/O), so it gets no verdict, is run once more, and is masked
+    # if starved again.
+    verdict_wall_factor: float = Field(default=4.0, ge=1.0, le=100.0)
     # Memory cap (address space) of each verifier worker; a check that exceeds it gets score 0.
     memory_mb: int = Field(default=2048, ge=128)
     # Back-pressure: verdicts queued or running before new requests get 503 + Retry-After.

@@ -13,7 +13,7 @@ from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
 from tests.timing import wait_until_async, within
 
-STUCK_S = within(30.0)  # a stuck checker's sleep: far beyond any budget of these tests
+STUCK_S = within(30.0)  # a stuck checker's computation: far beyond any budget of these tests
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +78,13 @@ def test_count_and_length_limits_name_the_field(http: httpx.Client, payload: dic
 
 
 @pytest.mark.slow
-def test_stuck_checker_gets_zero_within_budget_and_worker_is_replaced(http: httpx.Client) -> None:
+def test_stuck_checker_gets_zero_within_budget_and_the_pool_carries_on(http: httpx.Client) -> None:
     start = time.monotonic()
-    body = http.post("/v1/score", json={"verifier": "test.sleepy", "response": f"{STUCK_S:g}"}).json()
+    body = http.post("/v1/score", json={"verifier": "test.spinner", "response": f"{STUCK_S:g}"}).json()
     elapsed = time.monotonic() - start
     assert body["status"] == "ok" and body["score"] == 0.0
-    assert "budget" in body["reason"] and body["details"]["timed_out"] is True
-    assert elapsed < STUCK_S / 3  # answered at the 1 s budget, not when the checker woke up
+    assert "s of CPU time" in body["reason"] and body["details"]["timed_out"] is True
+    assert elapsed < STUCK_S / 3  # answered at the 1 s CPU budget, not when the checker ended
     # The pool still has its workers: a normal verdict follows.
     assert http.post("/v1/score", json={"verifier": "test.sleepy", "response": "0"}).json()["score"] == 1.0
 
@@ -111,7 +111,7 @@ def test_memory_hog_gets_zero_not_a_dead_service(http: httpx.Client) -> None:
 @pytest.mark.slow
 async def test_service_stays_responsive_while_checks_are_stuck(small: BackgroundServer) -> None:
     async with httpx.AsyncClient(base_url=small.url, timeout=60) as c:
-        stuck_check = {"verifier": "test.sleepy", "response": f"{STUCK_S:g}"}
+        stuck_check = {"verifier": "test.spinner", "response": f"{STUCK_S:g}"}
         stuck = [asyncio.create_task(c.post("/v1/score", json=stuck_check)) for _ in range(4)]
 
         async def all_admitted() -> bool:

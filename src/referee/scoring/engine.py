@@ -30,7 +30,7 @@ from referee.models import (
     VerifierComponent,
 )
 from referee.scoring.admission import Admission
-from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool
+from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool, wall_backstop_s
 from referee.settings import RequestLimits, WorkerSettings
 from referee.verifiers.base import AsyncVerifier, Check, Lane, Resources, Verifier, VerifierError
 from referee.verifiers.installed import InstalledVerifiers
@@ -170,7 +170,12 @@ class Scorer:
         # A verifier that bounds itself (the sandbox: per-test limits, each with its own
         # host-side deadline) gets none: its wall time includes queueing for a container,
         # which is not the candidate's doing and must never turn a verdict into "no verdict".
-        per_verdict = verifier.time_budget_s or self.workers.verdict_timeout_s
+        # A verifier's own budget is wall-clock here (its author sized it for its backend); the
+        # service default is CPU time for worker checks, so here it becomes the same generous
+        # backstop as a worker's wall clock (pool.py). Overrunning is never a 0 (no verdict).
+        per_verdict = verifier.time_budget_s or wall_backstop_s(
+            self.workers.verdict_timeout_s, self.workers.verdict_wall_factor
+        )
         budget = None if verifier.bounds_itself else per_verdict * max(1, len(responses))
         try:
             prepared = verifier.prepare(job.reference, job.options)

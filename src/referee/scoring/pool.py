@@ -1,8 +1,12 @@
-"""A pool of verifier worker processes with a hard per-verdict wall-clock limit.
+"""A pool of verifier worker processes; each verdict is limited in CPU time.
 
-pebble kills the worker running a task that overstays its timeout and starts a replacement;
-SIGALRM-based timeouts (Math-Verify's) cannot do this off the main thread, and a thread cannot
-be killed at all. Workers are forked from a forkserver that has already imported the
+A check's budget is CPU time, enforced inside its worker (worker.cpu_budget): a check that uses
+it ends as a `timeout` verdict (score 0), and one stuck in C code is killed by the kernel's
+SIGXCPU, which the pool reads as the same verdict. A busy node never turns a right answer into
+a 0: the wall clock is only a backstop (`wall_backstop_s`), at which pebble kills the worker and
+starts a replacement. A check still running then was kept from a CPU (a worker does no I/O), so
+it gets no verdict: it is run once more after a pause, then masked (`starved`) if starved
+again. Workers are forked from a forkserver that has already imported the
 verifiers, so a replacement is ready in milliseconds instead of re-importing every verifier module.
 
 If the pool itself breaks (its forkserver was killed, so no worker can be replaced, and pebble
@@ -18,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import signal
 import threading
+import time
 from collections.abc import Hashable
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -37,16 +43,33 @@ from referee.verifiers import BUILTIN_MODULES, InstalledVerifiers
 log = structlog.get_logger(__name__)
 
 # What became of one verdict task: the worker's own kinds, or what the pool saw happen to it
-# ("timeout": killed at the hard limit, score 0; "crashed": the worker died, no verdict).
-OutcomeKind = Literal["ok", "memory", "error", "timeout", "crashed"]
+# ("timeout": out of CPU time, score 0; "crashed": the worker died, no verdict; "starved": the
+# node kept the check from a CPU past the wall-clock backstop, twice, no verdict).
+OutcomeKind = Literal["ok", "memory", "error", "timeout", "crashed", "starved"]
 # Outcomes that are verdicts on the response (the rest mean no verdict could be reached).
 VERDICT_KINDS: frozenset[OutcomeKind] = frozenset({"ok", "memory", "timeout"})
 # Checks handed to pebble at once, per worker (see FairTurns): enough to keep every worker busy.
 SLOTS_PER_WORKER = 8
 # A task's future must settle once the checks queued ahead of it on its worker and itself have
-# had their time budgets (pebble kills a check at its budget; the longest budget seen bounds
-# each), plus this grace; beyond that the pool is taken to be broken and the task has no verdict.
+# had their wall-clock backstops (pebble kills a check at its backstop; the longest backstop
+# seen bounds each), plus this grace; beyond that the pool is taken to be broken and the task
+# has no verdict.
 WATCHDOG_GRACE_S = 10.0
+# The most CPU time a check can use past its budget before one of its CPU limits ends it: the
+# kernel's RLIMIT_CPU counts whole seconds, set a second past the budget (worker.cpu_budget).
+CPU_KILL_GRACE_S = 2.0
+# A check starved past its backstop is run this many times more, after a pause (times the
+# attempt) that gives the load a moment to pass, before it is masked.
+STARVED_RETRIES = 1
+STARVED_PAUSE_S = 1.0
+STARVED = "the node kept the check from a CPU past its wall-clock backstop"
+
+
+def wall_backstop_s(budget_s: float, factor: float) -> float:
+    """Wall-clock seconds after which a check with `budget_s` of CPU time is taken as starved:
+    `factor` times the most CPU it can use, so a CPU limit ends it first unless the node gave it
+    less than 1/factor of a CPU (with the default 4, a load of 4 busy processes per core)."""
+    return factor * (budget_s + CPU_KILL_GRACE_S)
 
 
 class _PoolReplaced(Exception):
@@ -82,12 +105,13 @@ class WorkerPool:
         self.pending = 0
         self.timeouts = 0
         self.crashes = 0
+        self.starved = 0
         self.rebuilds = 0
         self._rebuild_lock = threading.Lock()
         # Checks handed to pebble at once: enough to keep every worker busy, few enough that
         # the turn order (not pebble's first-come queue) decides who runs next.
         self.turns = FairTurns(SLOTS_PER_WORKER * settings.count)
-        self._longest_budget = 0.0
+        self._longest_backstop = 0.0
 
     @property
     def size(self) -> int:
@@ -169,12 +193,12 @@ class WorkerPool:
                 f"{self.pending} verdicts pending; limit {self.settings.max_pending_verdicts}"
             )
 
-    def _schedule(self, args: tuple[Any, ...], timeout_s: float) -> tuple[pebble.ProcessPool, Any]:
+    def _schedule(self, args: tuple[Any, ...], backstop_s: float) -> tuple[pebble.ProcessPool, Any]:
         """Schedule on the current pool; a pool found broken is rebuilt once and asked again."""
         for attempt in range(2):
             pool = self._require()
             try:
-                return pool, pool.schedule(worker.run_check, args=args, timeout=timeout_s)
+                return pool, pool.schedule(worker.run_check, args=args, timeout=backstop_s)
             except RuntimeError:  # pebble: "Unexpected error within the Pool" / "not active"
                 if attempt or not self.rebuild(pool):
                     raise
@@ -189,7 +213,8 @@ class WorkerPool:
         timeout_s: float,
         owner: Hashable = None,
     ) -> TaskOutcome:
-        """One check; `owner` (the caller's key) takes its turn with the others (`FairTurns`)."""
+        """One check with `timeout_s` of CPU time; `owner` (the caller's key) takes its turn
+        with the others (`FairTurns`)."""
         self.pending += 1
         try:
             async with self.turns.turn(owner):
@@ -200,13 +225,27 @@ class WorkerPool:
     async def _run_now(
         self, ref: worker.WorkerRef, reference_json: str, options_json: str, response: str, timeout_s: float
     ) -> TaskOutcome:
+        args = (ref, reference_json, options_json, response, timeout_s)
+        backstop_s = wall_backstop_s(timeout_s, self.settings.verdict_wall_factor)
+        for attempt in range(STARVED_RETRIES + 1):
+            if attempt:  # the load that starved it may pass: give it a moment
+                await asyncio.sleep(STARVED_PAUSE_S * attempt)
+            outcome = await self._attempt(args, timeout_s, backstop_s)
+            if outcome.kind != "starved":
+                return outcome
+            log.warning("verdict_starved", budget_s=timeout_s, backstop_s=backstop_s, attempt=attempt + 1)
+        self.starved += 1
+        return outcome
+
+    async def _attempt(self, args: tuple[Any, ...], timeout_s: float, backstop_s: float) -> TaskOutcome:
+        start = time.perf_counter()
         try:
-            pool, future = self._schedule((ref, reference_json, options_json, response), timeout_s)
+            pool, future = self._schedule(args, backstop_s)
         except RuntimeError as exc:
             self.crashes += 1
             return TaskOutcome("crashed", None, f"verifier pool unavailable: {exc}"[:500], {}, 0.0)
-        self._longest_budget = max(self._longest_budget, timeout_s)
-        watchdog = asyncio.timeout(self._longest_budget * (SLOTS_PER_WORKER + 1) + WATCHDOG_GRACE_S)
+        self._longest_backstop = max(self._longest_backstop, backstop_s)
+        watchdog = asyncio.timeout(self._longest_backstop * (SLOTS_PER_WORKER + 1) + WATCHDOG_GRACE_S)
         try:
             async with watchdog:
                 kind, score, reason, details, elapsed = await self._settled(pool, future)
@@ -215,15 +254,25 @@ class WorkerPool:
         except FutureTimeout:
             if watchdog.expired():  # never settled: the pool is broken
                 return self._broken(pool, future, "no result from the pool")
-            self.timeouts += 1
+            # pebble killed it at the backstop: neither CPU limit fired, so the check spent that
+            # time waiting for a CPU. Not the response's doing: no verdict.
             return TaskOutcome(
-                "timeout",
-                0.0,
-                f"check exceeded its {timeout_s:g} s budget; worker killed and replaced",
-                {"timed_out": True},
-                timeout_s * 1000.0,
+                "starved",
+                None,
+                f"node overloaded: {STARVED} ({backstop_s:g} s); worker replaced",
+                {},
+                backstop_s * 1000.0,
             )
         except pebble.ProcessExpired as exc:
+            if exc.exitcode == -signal.SIGXCPU:  # the kernel's CPU limit (stuck in C code)
+                self.timeouts += 1
+                return TaskOutcome(
+                    "timeout",
+                    0.0,
+                    f"{worker.cpu_timeout_reason(timeout_s)}; worker killed and replaced",
+                    {"timed_out": True},
+                    (time.perf_counter() - start) * 1000.0,
+                )
             self.crashes += 1
             return TaskOutcome(
                 "crashed",
@@ -238,6 +287,8 @@ class WorkerPool:
             return TaskOutcome(
                 "error", None, f"verifier task failed: {type(exc).__name__}: {exc}"[:500], {}, 0.0
             )
+        if kind == "timeout":
+            self.timeouts += 1
         return TaskOutcome(kind, score, reason, details, elapsed)
 
     async def _settled(self, pool: pebble.ProcessPool, future: Any) -> Any:

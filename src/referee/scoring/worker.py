@@ -5,13 +5,27 @@ configured extras, plugins) by its initializer, so tasks carry only names and JS
 references are cached per worker: a group of N responses spread over W workers parses its
 reference at most W times, and a gold that recurs across steps (datasets repeat prompts every
 epoch) is not parsed again at all.
+
+A check is limited in CPU time, not wall-clock time, so that a busy node cannot turn a right
+answer into a 0 (a check that needs 0.1 s of CPU may take seconds of wall clock at load 36 on 2
+cores). Two limits, armed for each task and disarmed after it:
+
+- a CPU-time interval timer (ITIMER_PROF) whose handler raises `CpuBudgetExceeded` at the next
+  bytecode: the check ends as a `timeout` verdict (score 0) and the worker lives on;
+- for a check stuck in one long C call (a huge big-int power), where no Python handler can run,
+  the soft RLIMIT_CPU a second or more past the budget: the kernel's SIGXCPU (left at its
+  default action) kills the worker, and the pool reads that death as the same verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import resource
+import signal
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -28,6 +42,9 @@ def init_worker(installed: InstalledVerifiers, memory_mb: int) -> None:
     # RLIMIT_AS turns a runaway allocation into MemoryError instead of the kernel's OOM killer
     # picking some process of the host.
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # SIGXCPU's default action dumps core: a worker killed at its CPU limit must not write a
+    # core file of up to `memory_mb` (or feed the host's crash reporter) each time.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _installed = installed
 
 
@@ -79,14 +96,73 @@ def use_installed(installed: InstalledVerifiers | None) -> InstalledVerifiers | 
     return previous
 
 
+class CpuBudgetExceeded(BaseException):
+    """Raised inside a check by SIGPROF once the check has used its CPU time. A BaseException,
+    so that a verifier's own `except Exception` (parsers catch broadly) cannot swallow it."""
+
+
+# Whether a CPU budget is armed: a SIGPROF that arrives after the check (the timer fired just
+# as it was being disarmed) must not raise in pebble's own code.
+_cpu_armed = False
+
+
+def _on_cpu_budget_spent(signum: int, frame: object) -> None:
+    if _cpu_armed:
+        raise CpuBudgetExceeded
+
+
+@contextlib.contextmanager
+def cpu_budget(seconds: float) -> Iterator[None]:
+    """Limit the enclosed code to `seconds` of this process's CPU time (see the module docs):
+    CpuBudgetExceeded at the budget; SIGXCPU from the kernel a second or more past it if the
+    code is stuck where the exception cannot be raised. Main thread only (signal handlers)."""
+    global _cpu_armed
+    previous_handler = signal.signal(signal.SIGPROF, _on_cpu_budget_spent)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    # RLIMIT_CPU counts the process's whole life in whole seconds: the budget goes on top of
+    # what the worker has used so far, rounded up, plus a second for the timer to act first.
+    kill_at = math.ceil(time.process_time() + seconds) + 1
+    if hard != resource.RLIM_INFINITY:
+        kill_at = min(kill_at, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (kill_at, hard))
+    _cpu_armed = True
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        _cpu_armed = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        signal.signal(signal.SIGPROF, previous_handler)
+
+
 # A task result travels back as a plain tuple: (kind, score, reason, details, elapsed_ms).
-# kind is "ok" (a Check), "memory" (the check ran out of memory: score 0) or "error" (the
-# verifier raised: no verdict).
-WorkerOutcomeKind = Literal["ok", "memory", "error"]
+# kind is "ok" (a Check), "memory" (the check ran out of memory: score 0), "timeout" (the check
+# used its CPU budget: score 0) or "error" (the verifier raised: no verdict).
+WorkerOutcomeKind = Literal["ok", "memory", "timeout", "error"]
 TaskResult = tuple[WorkerOutcomeKind, float | None, str | None, dict[str, Any], float]
 
 
-def run_check(ref: WorkerRef, reference_json: str, options_json: str, response: str) -> TaskResult:
+def cpu_timeout_reason(budget_s: float) -> str:
+    return f"check used its {budget_s:g} s of CPU time"
+
+
+def run_check(
+    ref: WorkerRef, reference_json: str, options_json: str, response: str, cpu_budget_s: float | None = None
+) -> TaskResult:
+    """One check; with `cpu_budget_s` (in a worker process), limited to that much CPU time.
+    Without it (in-process callers: tests, benchmarks) nothing is armed."""
+    if cpu_budget_s is None:
+        return _check(ref, reference_json, options_json, response)
+    start = time.perf_counter()
+    try:
+        with cpu_budget(cpu_budget_s):
+            return _check(ref, reference_json, options_json, response)
+    except CpuBudgetExceeded:
+        return ("timeout", 0.0, cpu_timeout_reason(cpu_budget_s), {"timed_out": True}, _ms(start))
+
+
+def _check(ref: WorkerRef, reference_json: str, options_json: str, response: str) -> TaskResult:
     start = time.perf_counter()
     try:
         verifier, prepared, options = _prepared(ref, reference_json, options_json)

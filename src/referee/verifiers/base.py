@@ -6,8 +6,8 @@ LaTeX gold, a puzzle, a test spec) is parsed once and reused for every response 
 
 Two execution models:
 - `Verifier` (the default) is CPU-bound and synchronous. The service runs `check` in a pool of
-  worker processes with a hard wall-clock limit, so it may be slow or even hang without harming
-  the service. It must never do I/O or keep global state other than caches.
+  worker processes with a CPU-time limit (and a wall-clock backstop), so it may be slow or even
+  hang without harming the service. It must never do I/O or keep global state other than caches.
 - `AsyncVerifier` is I/O-bound (a Docker sandbox, a webhook). It runs in the service's event loop
   and receives the service's long-lived resources (e.g. the sandbox pool) explicitly.
 
@@ -80,7 +80,9 @@ class Verifier:
     example: ClassVar[dict[str, Any]] = {}
     # Verifiers whose score is not a [0, 1] correctness (length shaping) declare their range.
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
-    # Per-verdict wall-clock budget in seconds; None means the service default.
+    # Per-verdict budget in seconds; None means the service default. CPU time for checks in
+    # worker processes (the wall clock is only a backstop, scoring/pool.py); wall-clock for
+    # async verifiers, whose overrun is no verdict.
     time_budget_s: ClassVar[float | None] = None
     runs_in: ClassVar[str] = "worker"
     # The execution class whose queue this verifier's work waits in (see scoring/admission):
