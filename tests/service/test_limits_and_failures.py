@@ -137,6 +137,7 @@ def test_metrics_report_timeouts_statuses_and_pool(http: httpx.Client) -> None:
     assert 'referee_verdicts_total{status="ok",verifier="exact"}' in text
     assert "referee_verdict_seconds_bucket" in text
     assert "referee_pool_saturation" in text
+    assert "referee_pool_starved 0.0" in text  # checks the load kept from a CPU: none here
     assert 'referee_http_requests_total{method="POST",route="/v1/score",status="200"}' in text
 
 

@@ -31,7 +31,14 @@ class _PoolCollector(Collector):
             value=self._pool.pending / max(1, self._pool.size),
         )
         yield GaugeMetricFamily(
-            "referee_pool_timeouts", "Checks killed at their time budget", value=self._pool.timeouts
+            "referee_pool_timeouts",
+            "Checks that used up their CPU-time budget (score 0)",
+            value=self._pool.timeouts,
+        )
+        yield GaugeMetricFamily(
+            "referee_pool_starved",
+            "Checks kept from a CPU past their wall-clock backstop (no verdict: node overloaded)",
+            value=self._pool.starved,
         )
         yield GaugeMetricFamily(
             "referee_pool_crashes", "Worker processes that died", value=self._pool.crashes
