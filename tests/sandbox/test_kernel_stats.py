@@ -13,13 +13,15 @@ BACKSTOP_S = 6.0
 
 
 class Kernel:
-    """Scripted run-queue waits (ns per tid) and container CPU time (s)."""
+    """Scripted run-queue waits (ns per tid), container CPU time and quota throttling (s)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.waits: dict[int, int] = {}
         self.cpu_s = 0.0
+        self.throttled_s = 0.0
         monkeypatch.setattr(kernel_stats, "run_queue_waits", lambda skip: dict(self.waits))
         monkeypatch.setattr(kernel_stats, "container_cpu_s", lambda: self.cpu_s)
+        monkeypatch.setattr(kernel_stats, "throttled_s", lambda: self.throttled_s)
 
 
 def verdict_at(clock: kernel_stats.WaitClock, now: float) -> str | None:
@@ -92,3 +94,23 @@ def test_the_waits_of_real_tasks_are_readable() -> None:
     files inside the container)."""
     waits = kernel_stats.run_queue_waits(set())
     assert waits and all(isinstance(v, int) and v >= 0 for v in waits.values())
+
+
+def test_waiting_for_its_own_cpu_quota_is_not_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `cpus` 0.25 an endless loop alone on the node waits 3/4 of the clock, throttled by
+    its container's quota: that is its own use of CPU, so at the backstop it times out
+    instead of being masked as starved (own time 1.5 s, CPU 1.5 s there)."""
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    for second in range(1, 9):
+        kernel.waits = {10: second * 750_000_000}
+        kernel.throttled_s = second * 0.75
+        kernel.cpu_s = second * 0.25
+        verdict = verdict_at(clock, float(second))
+        if verdict is not None:
+            break
+    assert (verdict, second) == ("timeout", BACKSTOP_S)
+    node_starved = Kernel(monkeypatch)  # the same waits, none of them its quota's: starved
+    clock = kernel_stats.WaitClock(0.0, set())
+    node_starved.waits, node_starved.cpu_s = {10: 4_500_000_000}, 1.5
+    assert verdict_at(clock, BACKSTOP_S) == "starved"

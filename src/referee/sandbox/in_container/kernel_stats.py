@@ -29,6 +29,15 @@ SHMEM_KEYS = (b"shmem",)
 # The container's CPU time: v1 cpuacct (ns), then v2 cpu.stat (usage_usec).
 CPUACCT = ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")
 CPU_STAT = ("/sys/fs/cgroup/cpu.stat",)
+# The time the container's CPU quota (`cpus`) held its tasks back: v1 throttled_time (ns),
+# v2 throttled_usec. Waiting for its own quota is the tree's own use of CPU, not the node's
+# load (with cpus 0.25 an endless loop alone on the node waited 3/4 of the clock, and was
+# masked as starved at the backstop).
+CPU_THROTTLE = (
+    "/sys/fs/cgroup/cpu/cpu.stat",
+    "/sys/fs/cgroup/cpu,cpuacct/cpu.stat",
+    "/sys/fs/cgroup/cpu.stat",
+)
 # How often the run-queue waits of a running test's tasks are read. A task's wait is added to
 # its counter when it gets a CPU, so nothing is lost between two readings but the last
 # interval of a task that exits in it.
@@ -104,6 +113,7 @@ OOM_EVENTS = KeptFile(*OOM_FILES)
 MEMORY = KeptFile(*MEMORY_STAT)
 CPU_NS = KeptFile(*CPUACCT)
 CPU_USEC = KeptFile(*CPU_STAT)
+THROTTLE = KeptFile(*CPU_THROTTLE)
 
 
 def read_oom_kills():
@@ -127,6 +137,15 @@ def container_cpu_s():
         return ns / 1e9
     usec = CPU_USEC.keyed_int((b"usage_usec",))
     return None if usec is None else usec / 1e6
+
+
+def throttled_s():
+    """How long the container's CPU quota has throttled it so far (summed over its CPUs), or 0."""
+    data = THROTTLE.data()
+    ns = keyed_int(data, (b"throttled_time",))
+    if ns is not None:
+        return ns / 1e9
+    return (keyed_int(data, (b"throttled_usec",)) or 0) / 1e6
 
 
 def run_queue_waits(skip):
@@ -155,7 +174,8 @@ class WaitClock:
     Counted like a pressure stall ("some task waited"): over each interval between two
     readings, the longest wait of any one task. Never the sum: ten tasks waiting at once
     are one wait, and a program cannot turn its own parallelism into extra time. The CPU
-    the whole tree used (the container's counter) is kept beside it, for the verdict."""
+    the whole tree used (the container's counter) and the time its own CPU quota throttled
+    it are kept beside it, for the verdict."""
 
     def __init__(self, started, skip):
         self.started = started
@@ -163,6 +183,7 @@ class WaitClock:
         self.waits = {}
         self.waited_s = 0.0
         self.cpu_before = container_cpu_s()
+        self.throttled_before = throttled_s()
         self.next_sample = started + WAIT_SAMPLE_INTERVAL_S
 
     def sample(self, now):
@@ -177,6 +198,12 @@ class WaitClock:
 
     def own_s(self, now):
         return now - self.started - self.waited_s
+
+    def quota_bound(self):
+        """True when the container's own CPU quota, not the node, held it back for most of
+        what it waited (the throttled time is summed over CPUs: never less than its share)."""
+        throttled = max(0.0, throttled_s() - self.throttled_before)
+        return self.waited_s > 0 and throttled >= self.waited_s / 2
 
     def tree_cpu_s(self):
         after = container_cpu_s()

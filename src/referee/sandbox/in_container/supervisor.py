@@ -788,12 +788,13 @@ class ChildRun:
 
 def time_up(clock, now, limit_s, backstop):
     """At a deadline of ChildRun.pump: `timeout`, `starved`, or None (it waited for a CPU:
-    it gets that time back)."""
+    it gets that time back). At the backstop, a program that waited mostly for its own
+    container's CPU quota (`cpus` below 1) was not starved by the node: its time is up."""
     tree_cpu_s = clock.tree_cpu_s()
     if clock.own_s(now) >= limit_s or (tree_cpu_s is not None and tree_cpu_s >= limit_s):
         return "timeout"
     if now >= backstop:
-        return "starved"
+        return "timeout" if clock.quota_bound() else "starved"
     return None
 
 
