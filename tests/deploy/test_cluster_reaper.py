@@ -20,7 +20,7 @@ from tests.timing import wait_until
 psutil = pytest.importorskip("psutil", reason="needs the `ray` extra: pip install -e '.[ray]'")
 
 # The module by its path, as the watchdog runs it: without `referee.deploy`, which imports Ray.
-REAPER = Path(referee.__file__).parent / "deploy" / "cluster_reaper.py"
+REAPER = Path(referee.__file__).with_name("deploy") / "cluster_reaper.py"
 DRIVER = """
 import importlib.util, os, subprocess, sys, time
 
