@@ -4,6 +4,10 @@ The kernel's readings are replaced by scripted ones: no Docker, no real load nee
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from referee.sandbox.in_container import kernel_stats, supervisor
@@ -19,9 +23,15 @@ class Kernel:
         self.waits: dict[int, int] = {}
         self.cpu_s = 0.0
         self.throttled_s = 0.0
-        monkeypatch.setattr(kernel_stats, "run_queue_waits", lambda skip: dict(self.waits))
+        self.lowered: set[int] = set()  # tids that lowered their own priority
+        monkeypatch.setattr(kernel_stats, "run_queue_waits", self.run_queue_waits)
         monkeypatch.setattr(kernel_stats, "container_cpu_s", lambda: self.cpu_s)
         monkeypatch.setattr(kernel_stats, "throttled_s", lambda: self.throttled_s)
+
+    def run_queue_waits(self, skip: set[int], lowered: set[int] | None = None) -> dict[int, int]:
+        if lowered is not None:
+            lowered |= self.lowered
+        return dict(self.waits)
 
 
 def verdict_at(clock: kernel_stats.WaitClock, now: float) -> str | None:
@@ -114,3 +124,30 @@ def test_waiting_for_its_own_cpu_quota_is_not_given_back(monkeypatch: pytest.Mon
     clock = kernel_stats.WaitClock(0.0, set())
     node_starved.waits, node_starved.cpu_s = {10: 4_500_000_000}, 1.5
     assert verdict_at(clock, BACKSTOP_S) == "starved"
+
+
+def test_waiting_after_yielding_to_others_is_not_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endless loop under SCHED_IDLE (or nice 19) waits whenever a neighbour runs: its own
+    doing, so it times out on the wall clock like a sleeper, never masked as starved."""
+    kernel = Kernel(monkeypatch)
+    clock = kernel_stats.WaitClock(0.0, set())
+    kernel.waits, kernel.lowered, kernel.cpu_s = {10: 1_500_000_000}, {10}, 0.5
+    assert verdict_at(clock, LIMIT_S) == "timeout"
+
+
+@pytest.mark.parametrize(
+    "lower", ["", "os.nice(19)", "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))"]
+)
+def test_a_task_that_lowered_its_priority_is_seen(lower: str) -> None:
+    """On this machine's /proc, as the supervisor reads it inside the container."""
+    code = f"import os, sys\n{lower}\nsys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.read()\n"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        lowered: set[int] = set()
+        waits = kernel_stats.run_queue_waits({os.getpid()}, lowered)
+        assert child.pid in waits
+        assert (child.pid in lowered) == bool(lower)
+    finally:
+        child.kill()
+        child.wait()

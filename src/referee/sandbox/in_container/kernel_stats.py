@@ -42,6 +42,7 @@ CPU_THROTTLE = (
 # its counter when it gets a CPU, so nothing is lost between two readings but the last
 # interval of a task that exits in it.
 WAIT_SAMPLE_INTERVAL_S = 0.05
+SCHED_IDLE = 5
 
 
 class KeptFile:
@@ -148,8 +149,10 @@ def throttled_s():
     return (keyed_int(data, (b"throttled_usec",)) or 0) / 1e6
 
 
-def run_queue_waits(skip):
-    """{tid: ns spent runnable but not running} for every task of every process but `skip`."""
+def run_queue_waits(skip, lowered=None):
+    """{tid: ns spent runnable but not running} for every task of every process but `skip`.
+    With a set as `lowered`, the tids of tasks that lowered their own priority are added to
+    it (see lowered_priority)."""
     waits = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in skip:
@@ -162,9 +165,22 @@ def run_queue_waits(skip):
             try:
                 with open(f"/proc/{entry}/task/{tid}/schedstat", "rb") as handle:
                     waits[int(tid)] = int(handle.read().split()[1])
+                if lowered is not None and lowered_priority(f"/proc/{entry}/task/{tid}/stat"):
+                    lowered.add(int(tid))
             except (OSError, ValueError, IndexError):
                 continue
     return waits
+
+
+def lowered_priority(stat_path):
+    """True when the task made itself yield to others: a positive nice value or SCHED_IDLE
+    (allowed to any process, and never undone without privilege). What it then waits is its
+    own doing, not the node's load: an endless loop under SCHED_IDLE next to a few busy
+    neighbours waited 3 s of 5 and was masked as starved."""
+    with open(stat_path, "rb") as handle:
+        fields = handle.read().rpartition(b")")[2].split()
+    # After "pid (comm)": field 3 (state) is fields[0]; nice is field 19, policy field 41.
+    return int(fields[16]) > 0 or int(fields[38]) == SCHED_IDLE
 
 
 class WaitClock:
@@ -187,9 +203,12 @@ class WaitClock:
         self.next_sample = started + WAIT_SAMPLE_INTERVAL_S
 
     def sample(self, now):
-        waits = run_queue_waits(self.skip)
+        lowered: set[int] = set()
+        waits = run_queue_waits(self.skip, lowered)
         worst = 0
         for tid, wait in waits.items():
+            if tid in lowered:  # yielding to others is not being starved by them
+                continue
             before = self.waits.get(tid, 0)
             worst = max(worst, wait - before if wait >= before else wait)  # a reused tid: new task
         self.waits = waits
