@@ -3,8 +3,9 @@ sandbox container killed, every core saturated -- while trainer-like clients kee
 
     .venv/bin/python -m bench.bench_faults [--clients 32] [--outage-s 10] [--hog-factor 8]
 
-Starts `referee serve` (Docker sandbox) on a fixed port and runs `--clients` clients that
-score labelled groups through `referee.client.AsyncClient` -- the trainer adapters' own path,
+Starts `referee serve` (Docker sandbox) on a fixed port and runs `--clients` clients (half
+sending math requests of 8 one-answer groups, half code groups of 8 programs) that score
+labelled groups through `referee.client.AsyncClient` -- the trainer adapters' own path,
 with its default patience -- until the schedule below is over:
 
     baseline        no fault                           (the reference throughput)
@@ -15,8 +16,8 @@ with its default patience -- until the schedule below is over:
     drain           no new requests; those in flight are answered (bounded by `--drain-s`)
 
 Every response is labelled (the development sets: code pass fractions, math true/false), so
-each verdict is checked. Reported per phase: groups/s answered in it and its ratio to the
-baseline phase of the same run, and the latency of the requests sent in it (a request waits
+each verdict is checked. Reported per phase and class: requests answered per second in it and
+the ratio to the baseline phase of the same run, and the latency of the requests sent in it (a request waits
 out an outage, so its latency is where a fault shows); and over the whole run: trainer crashes (an
 exception out of the client: a trainer would have died), right answers scored 0, any other
 verdict that disagrees with its label, masked verdicts (status "error": the trainer skips
@@ -49,14 +50,23 @@ LABEL = "org.referee.sandbox"
 CODE_GROUP = 8  # samples of one program per group (a comment apart, so none is deduplicated)
 MATH_GROUPS = 8  # one-sample math groups per request
 PHASES = ("baseline", "restart", "containers", "saturated", "recovered", "drain")
+# Client i sends requests of class i mod 2 (as bench_mixed_load does): a slow code group must not
+# hide whether math verdicts kept flowing through a fault, and the other way round.
+CLASSES = ("math", "code")
+Body = tuple[list[dict[str, Any]], list[list[float]], list[str]]
 
 
 @dataclass
 class Tally:
     sent: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
-    # by the phase in which the answer came (throughput), and seconds to it by the phase sent in
-    served: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
-    latency: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PHASES})
+    # per class: answers by the phase in which they came (throughput), and seconds to each
+    # answer by the phase its request was sent in
+    served: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {c: dict.fromkeys(PHASES, 0) for c in CLASSES}
+    )
+    latency: dict[str, dict[str, list[float]]] = field(
+        default_factory=lambda: {c: {p: [] for p in PHASES} for c in CLASSES}
+    )
     verdicts: int = 0
     crashes: list[str] = field(default_factory=list)
     right_scored_zero: list[str] = field(default_factory=list)
@@ -98,10 +108,10 @@ def sum_tests(rng: random.Random) -> list[dict[str, str]]:
     return tests
 
 
-def workload(seed: int = 0) -> list[tuple[list[dict[str, Any]], list[list[float]], list[str]]]:
-    """(groups, expected scores per group, row ids) for each request body a client may send."""
+def workload(seed: int = 0) -> dict[str, list[Body]]:
+    """Per class, (groups, expected scores per group, row ids) of each body a client may send."""
     rng = random.Random(seed)
-    bodies = []
+    bodies: list[Body] = []
     for row in devset("code").rows:
         reference = {"language": row["language"], "test_format": row["test_format"], "tests": row["tests"]}
         group = {
@@ -124,12 +134,13 @@ def workload(seed: int = 0) -> list[tuple[list[dict[str, Any]], list[list[float]
                 "responses": responses,
             }
             bodies.append(([group], [[1.0] * CODE_GROUP], [f"sum_{language}_{variant}"]))
+    code, bodies = bodies, []
     math_rows = devset("math").rows
-    for _ in range(len(bodies)):
+    for _ in range(len(code)):
         rows = rng.sample(math_rows, MATH_GROUPS)
         groups = [{"verifier": "math", "reference": r["gold"], "responses": [r["response"]]} for r in rows]
         bodies.append((groups, [[float(r["expected"])] for r in rows], [r["id"] for r in rows]))
-    return bodies
+    return {"math": bodies, "code": code}
 
 
 def _comment(language: str) -> str:
@@ -189,7 +200,13 @@ def saturate(cores: int, factor: int) -> list[subprocess.Popen[bytes]]:
 
 
 async def client_loop(
-    client: AsyncClient, bodies: list, phase: list[str], done: asyncio.Event, tally: Tally, seed: int
+    client: AsyncClient,
+    kind: str,
+    bodies: list[Body],
+    phase: list[str],
+    done: asyncio.Event,
+    tally: Tally,
+    seed: int,
 ) -> None:
     rng = random.Random(seed)
     while not done.is_set():
@@ -201,8 +218,8 @@ async def client_loop(
         except Exception as exc:  # what would have ended a training run
             tally.crashes.append(f"{sent_in}: {exc!r}"[:300])
             continue
-        tally.served[phase[0]] += 1
-        tally.latency[sent_in].append(time.monotonic() - sent_at)
+        tally.served[kind][phase[0]] += 1
+        tally.latency[kind][sent_in].append(time.monotonic() - sent_at)
         for group, wanted, row_id in zip(result.groups, expected, ids, strict=True):
             for verdict, label in zip(group.verdicts, wanted, strict=True):
                 tally.verdicts += 1
@@ -220,7 +237,9 @@ async def run(args: argparse.Namespace, service: Service) -> tuple[Tally, dict[s
     durations: dict[str, float] = {}
     async with AsyncClient(service.url, timeout=600) as client:
         clients = [
-            asyncio.create_task(client_loop(client, bodies, phase, done, tally, seed))
+            asyncio.create_task(
+                client_loop(client, CLASSES[seed % 2], bodies[CLASSES[seed % 2]], phase, done, tally, seed)
+            )
             for seed in range(args.clients)
         ]
         loop = asyncio.get_running_loop()
@@ -281,17 +300,24 @@ def main() -> None:
             tally, durations = asyncio.run(run(args, service))
         finally:
             service.stop()
-    lost = sum(tally.sent.values()) - sum(tally.served.values()) - len(tally.crashes)
-    base_rate = tally.served["baseline"] / durations["baseline"]
+    answered = sum(sum(by_phase.values()) for by_phase in tally.served.values())
+    lost = sum(tally.sent.values()) - answered - len(tally.crashes)
     print(
         f"\n{args.clients} clients; outage {args.outage_s:g} s; load {args.hog_factor}x cores while saturated"
     )
-    print("groups/s: answers received in the phase; latency: of the requests sent in it")
-    print(f"{'phase':11} {'seconds':>8} {'groups/s':>9} {'vs baseline':>12} {'p50 s':>7} {'p99 s':>7}")
+    print("requests/s: answers received in the phase (x: against the baseline phase);")
+    print("latency p50/p99: of the requests sent in the phase (a request waits out a fault)")
+    header = "".join(f" {kind + ' req/s':>12} {'x':>6} {'p50/p99 s':>12}" for kind in CLASSES)
+    print(f"{'phase':11} {'seconds':>7}{header}")
     for name in PHASES:
-        rate = tally.served[name] / durations[name]
-        p50, p99 = percentile(tally.latency[name], 0.5), percentile(tally.latency[name], 0.99)
-        print(f"{name:11} {durations[name]:8.1f} {rate:9.2f} {rate / base_rate:11.2f}x {p50:7.1f} {p99:7.1f}")
+        line = f"{name:11} {durations[name]:7.1f}"
+        for kind in CLASSES:
+            rate = tally.served[kind][name] / durations[name]
+            base = tally.served[kind]["baseline"] / durations["baseline"]
+            times = tally.latency[kind][name]
+            spread = f"{percentile(times, 0.5):.1f}/{percentile(times, 0.99):.1f}" if times else "-"
+            line += f" {rate:12.2f} {rate / base if base else float('nan'):5.2f}x {spread:>12}"
+        print(line)
     print(f"verdicts checked against their labels: {tally.verdicts}")
     for title, items in (
         ("trainer crashes (exceptions out of the client)", tally.crashes),
