@@ -31,21 +31,22 @@ import argparse
 import asyncio
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.data import devset
+from tests.support.service_process import ServiceProcess
 
-from bench._common import free_port, wait_ready
 from bench.bench_mixed_load import percentile
 from referee.client import AsyncClient
 
 INSTANCE = "bench-faults"
+READY_WITHIN_S = 120.0  # a start with the sandbox: the pool's first containers
 LABEL = "org.referee.sandbox"
 CODE_GROUP = 8  # samples of one program per group (a comment apart, so none is deduplicated)
 MATH_GROUPS = 8  # one-sample math groups per request
@@ -147,40 +148,6 @@ def _comment(language: str) -> str:
     return "#" if language == "python" else "//"
 
 
-class Service:
-    """`referee serve` as a process on one fixed port and state directory, so a restart is the
-    same service coming back (its registry, its sandbox instance label)."""
-
-    def __init__(self, state_dir: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "REFEREE_PORT": str(self.port),
-            "REFEREE_LOG_LEVEL": "warning",
-            # Its databases and sandbox state: the same across the restart, gone after the run.
-            "XDG_DATA_HOME": state_dir,
-            "REFEREE_SANDBOX_INSTANCE": INSTANCE,
-        }
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "referee", "serve"], env=self.env, stdout=subprocess.DEVNULL
-        )
-        wait_ready(self.url, self.proc)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
-
-
 def kill_sandbox_containers() -> int:
     import docker
 
@@ -231,7 +198,7 @@ async def client_loop(
                     tally.disagreements.append(f"{sent_in} {row_id}: {verdict.score} vs {label}")
 
 
-async def run(args: argparse.Namespace, service: Service) -> tuple[Tally, dict[str, float]]:
+async def run(args: argparse.Namespace, service: ServiceProcess) -> tuple[Tally, dict[str, float]]:
     bodies = workload()
     tally, phase, done = Tally(), ["baseline"], asyncio.Event()
     durations: dict[str, float] = {}
@@ -257,7 +224,7 @@ async def run(args: argparse.Namespace, service: Service) -> tuple[Tally, dict[s
         def restart() -> None:
             service.kill()
             time.sleep(args.outage_s)
-            service.start()
+            service.start(ready_within_s=READY_WITHIN_S)
 
         await enter("restart", restart)
         await asyncio.sleep(args.phase_s)
@@ -293,8 +260,17 @@ def main() -> None:
     parser.add_argument("--drain-s", type=float, default=300.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="referee-bench-faults-") as state_dir:
-        service = Service(state_dir)
-        service.start()
+        # The same service across the restart: its port, its databases and sandbox state
+        # (gone after the run), its sandbox instance label.
+        service = ServiceProcess(
+            Path(state_dir),
+            REFEREE_SANDBOX="true",
+            REFEREE_WORKERS=str(os.cpu_count() or 1),
+            REFEREE_LOG_LEVEL="warning",
+            REFEREE_SANDBOX_INSTANCE=INSTANCE,
+            XDG_DATA_HOME=state_dir,
+        )
+        service.start(ready_within_s=READY_WITHIN_S)
         try:
             time.sleep(5)  # the sandbox pool fills at start-up
             tally, durations = asyncio.run(run(args, service))

@@ -24,7 +24,8 @@ class ServiceProcess:
     sandbox); `service.restart_in_background(delay_s)` kills it at once (SIGKILL: no graceful
     end for requests in flight) and starts it again after `delay_s`."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, **env: str) -> None:
+        """`env`: settings over these defaults (the sandbox on, say, as bench_faults runs it)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -33,15 +34,18 @@ class ServiceProcess:
             "REFEREE_WORKERS": "1",
             "REFEREE_SANDBOX": "false",
             "REFEREE_DB_PATH": str(state_dir / "referee.db"),
+            **env,
         }
         self.process: subprocess.Popen[bytes] | None = None
         self.restarted = threading.Event()
         self._restarter: threading.Thread | None = None
 
-    def start(self, wait: bool = True) -> None:
+    def start(self, wait: bool = True, ready_within_s: float = 60.0) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "referee", "serve"], env=self.env)
         if wait:
-            wait_until(self.ready, within(60), interval_s=0.1, what="referee serve to become ready")
+            wait_until(
+                self.ready, within(ready_within_s), interval_s=0.1, what="referee serve to become ready"
+            )
 
     def ready(self) -> bool:
         try:
