@@ -57,3 +57,15 @@ def test_openapi_and_docs_are_served(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     assert "/v1/score" in spec["paths"] and "/v1/groups" in spec["paths"]
     assert http.get("/docs").status_code == 200
+
+
+def test_open_mode_documents_only_the_quotas_that_hold_without_keys(http: httpx.Client) -> None:
+    """Without keys there is no per-key request quota (no 429 on /v1/score), but every caller
+    shares the anonymous audit quota, which answers 429: the document must say both."""
+    spec = http.get("/openapi.json").json()
+    assert "429" not in spec["paths"]["/v1/score"]["post"]["responses"]
+    assert "401" not in spec["paths"]["/v1/audits"]["post"]["responses"]
+    assert "429" in spec["paths"]["/v1/audits"]["post"]["responses"]
+    assert all(
+        not key.startswith("x-referee") for ops in spec["paths"].values() for op in ops.values() for key in op
+    )

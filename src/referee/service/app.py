@@ -20,7 +20,7 @@ from referee.runtime import Runtime
 from referee.service.auth import install_auth
 from referee.service.body_limit import BodySizeLimit
 from referee.service.deps import serve_runtime
-from referee.service.errors import install_error_handlers
+from referee.service.errors import QUOTA_WITHOUT_KEYS, install_error_handlers
 from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
@@ -32,7 +32,8 @@ from referee.service.ui import ui_router, ui_static
 def _document_open_mode(app: FastAPI) -> None:
     """Without keys nothing is authenticated or throttled per key: the OpenAPI document then
     says so (no security requirement, no 401, 403 or 429), as it must describe what the
-    service does."""
+    service does. An operation whose quota holds for every caller alike (audits: all callers
+    share the one anonymous quota) marks it with `x-referee-quota-without-keys` and keeps 429."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -42,7 +43,8 @@ def _document_open_mode(app: FastAPI) -> None:
             for operations in schema.get("paths", {}).values():
                 for operation in operations.values():
                     operation.pop("security", None)
-                    for code in ("401", "403", "429"):
+                    keeps_429 = operation.pop(QUOTA_WITHOUT_KEYS, False)
+                    for code in ("401", "403") if keeps_429 else ("401", "403", "429"):
                         operation.get("responses", {}).pop(code, None)
             app.openapi_schema = schema
         return app.openapi_schema

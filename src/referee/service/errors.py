@@ -58,6 +58,8 @@ _DESCRIPTIONS = {
     ),
     503: "Overloaded (queueing time over REFEREE_MAX_QUEUE_WAIT_S); retry after Retry-After",
 }
+# OpenAPI extension on an operation whose 429 holds without keys too (see app._document_open_mode).
+QUOTA_WITHOUT_KEYS = "x-referee-quota-without-keys"
 _RETRY_AFTER = {
     "Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}
 }

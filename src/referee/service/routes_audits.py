@@ -46,7 +46,7 @@ from referee.runtime import AUDITS_KEPT, BackgroundJobs
 from referee.scoring import BackgroundOwner
 from referee.service.auth import Role
 from referee.service.deps import CLIENT, AuditJobsDep, AuthDep, RuntimeDep
-from referee.service.errors import documented
+from referee.service.errors import QUOTA_WITHOUT_KEYS, documented
 from referee.service.security_headers import REPORT_HEADERS
 from referee.settings import AuditSettings
 
@@ -174,6 +174,8 @@ def _check_quotas(jobs: BackgroundJobs[AuditJob], limits: AuditSettings, key: Ha
         d429="This key's audit quota (running audits, rows) or request quota is used; retry after Retry-After",
         d503="REFEREE_AUDIT_MAX_RUNNING audits are running; retry after Retry-After",
     ),
+    # Audit quotas hold without keys too: every caller then shares the anonymous quota.
+    openapi_extra={QUOTA_WITHOUT_KEYS: True},
 )
 async def start_audit(body: AuditRequest, runtime: RuntimeDep, caller: CallerDep) -> AuditJob:
     """Start an audit; poll `GET /v1/audits/{id}` for its progress and report."""
