@@ -38,6 +38,34 @@ def test_exact(response: str, reference: str, options: dict, score: float) -> No
     assert exact.score(response, reference, options).score == score
 
 
+@pytest.mark.parametrize(
+    ("response", "reference"),
+    [
+        ("72", 72.0),  # a pandas integer column with a gap is float64
+        ("72", 72),
+        ("-3", -3.0),
+        ("0", -0.0),
+        ("100000000000000000000", 1e20),  # no exponent: the digits an answer spells
+        ("0.5", 0.5),
+        ("0.0000001", 1e-7),
+        ("12345678901234567000", 1.2345678901234567e19),  # the shortest round-trip digits
+    ],
+)
+def test_exact_takes_a_numeric_reference_as_its_written_text(response: str, reference: float) -> None:
+    assert exact.score(response, reference).score == 1.0
+    assert exact.score(response + "1", reference).score == 0.0
+
+
+def test_exact_numeric_reference_from_numpy_and_what_it_refuses() -> None:
+    np = pytest.importorskip("numpy")
+    assert exact.score("72", np.float64(72.0)).score == 1.0
+    assert exact.score("72", np.int64(72)).score == 1.0
+    assert exact.score("72", "72.0").score == 0.0  # a string is the text it is
+    for not_an_answer in (float("nan"), float("inf"), True):
+        with pytest.raises(ValidationError):
+            exact.score("72", not_an_answer)
+
+
 def test_exact_rejects_unknown_options() -> None:
     with pytest.raises(ValidationError):
         exact.score("a", "a", {"casesensitive": True})

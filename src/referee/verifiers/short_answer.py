@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
@@ -10,7 +11,7 @@ from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Literal
 
 import re2
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from referee.verifiers import extract
 from referee.verifiers.base import Check, Resources, Verifier
@@ -78,13 +79,39 @@ def normalize_text(text: str, *, case_sensitive: bool, strip: bool, collapse_whi
     return text
 
 
+def number_text(value: Any) -> Any:
+    """A numeric reference as the text an answer would spell it; anything else unchanged.
+
+    Datasets hand numbers over as floats more often than not (a pandas integer column with one
+    missing value is float64, so 72 arrives as 72.0; numpy scalars arrive as plain JSON
+    numbers): a number is written positionally from its shortest round-trip decimal, without
+    exponent or trailing zeros, so 72.0 is "72", 1e20 is "100000000000000000000", 1e-07 is
+    "0.0000001" and -0.0 is "0". NaN and infinities are no answer: refused (ValueError).
+    bool is left alone (it is not a number here: the string type refuses it)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
+        return value
+    if isinstance(value, numbers.Integral):  # int, numpy integers
+        return str(int(value))
+    # repr is the shortest text that round-trips a float: the digits the dataset showed.
+    exact_value = value if isinstance(value, Decimal) else Decimal(repr(float(value)))
+    if not exact_value.is_finite():
+        raise ValueError(f"a reference must be a finite number, not {value!r}")
+    if exact_value.is_zero():
+        return "0"
+    return format(exact_value.normalize(), "f")
+
+
+# A string; a number is taken as its written-out text (`number_text`).
+AnswerText = Annotated[str, BeforeValidator(number_text)]
+
+
 class ExactVerifier(Verifier):
     name = "exact"
     description = (
         "String equality after normalisation: Unicode NFC, optional whitespace collapsing and "
         "stripping, optional case folding; optionally on an extracted part of the response."
     )
-    reference_type = str
+    reference_type = AnswerText
     options_model = ExactOptions
     example: ClassVar[dict[str, Any]] = {
         "response": "  Paris ",
