@@ -60,7 +60,7 @@ def in_process(groups: int) -> dict[str, float]:
     for n in range(groups):
         for _ in range(GROUP_SIZE):
             stats.observe_verdict(verdict, "exact")
-        stats.record_visit("key:bench", f"row-{n % PROMPTS}", rewards, zero_variance=False)
+        stats.record_visit("key:bench", f"row-{n % PROMPTS}", rewards)
     return {"us_per_group": round((time.perf_counter() - began) / groups * 1e6, 2)}
 
 
@@ -70,7 +70,7 @@ def bytes_per_prompt(prompts: int) -> int:
     stats = Statistics(max_prompts=prompts)
     before = tracemalloc.get_traced_memory()[0]
     for n in range(prompts):
-        stats.record_visit("key:0123456789abcdef", f"dataset-row-{n:08d}", [1.0, 0.0], zero_variance=False)
+        stats.record_visit("key:0123456789abcdef", f"dataset-row-{n:08d}", [1.0, 0.0])
     used = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     return round(used / prompts)

@@ -16,7 +16,7 @@ from referee.grouping import prompt_fingerprint
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
 
-KEY_A, KEY_B = "stats-key-a", "stats-key-b"
+KEY_A, KEY_B, KEY_C = "stats-key-a", "stats-key-b", "stats-key-c"
 
 
 def groups(*specs: tuple[str, int, int]) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def client(server: BackgroundServer, key: str) -> httpx.Client:
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     settings = make_settings(
-        workers=1, api_keys=[KEY_A, KEY_B], db_path=tmp_path_factory.mktemp("s") / "r.db"
+        workers=1, api_keys=[KEY_A, KEY_B, KEY_C], db_path=tmp_path_factory.mktemp("s") / "r.db"
     )
     with BackgroundServer(settings) as server:
         yield server
@@ -90,6 +90,72 @@ def test_verifier_statistics_count_every_verdict(keyed: BackgroundServer) -> Non
     assert after["exact"]["verdicts"] == seen + 4
     assert after["test.raising"]["errors"] >= 2 and after["test.raising"]["error_rate"] == 1.0
     assert after["exact"]["p50_ms"] is not None and after["exact"]["series"][-1]["verdicts"] >= 4
+
+
+def test_zero_variance_share_is_the_groups_responses_share(keyed: BackgroundServer) -> None:
+    """Issue 28: one definition. A group whose every sample is an error verdict is
+    zero-variance in the /v1/groups response, so it is in the statistics too."""
+    body = groups(("zv-mixed", 2, 2), ("zv-solved", 3, 0))["groups"] + [
+        {
+            "verifier": "test.raising",
+            "reference": None,
+            "responses": ["boom", "boom"],
+            "prompt_id": "zv-raising",
+        },
+        {"verifier": "no.such.type", "reference": "42", "responses": ["42", "41"], "prompt_id": "zv-invalid"},
+    ]
+    with client(keyed, KEY_C) as c:
+        answered = c.post("/v1/groups", json={"groups": body, "on_invalid": "error_verdict"})
+        assert answered.status_code == 200, answered.text
+        page = c.get("/v1/stats/prompts").json()
+        raising = c.get("/v1/stats/prompts/zv-raising").json()
+        mixed = c.get("/v1/stats/prompts/zv-mixed").json()
+        verifiers = {v["verifier"]: v for v in c.get("/v1/stats/verifiers").json()["verifiers"]}
+        other = client(keyed, KEY_A).get("/v1/stats/prompts/zv-mixed")
+    flags = [g["zero_variance"] for g in answered.json()["groups"]]
+    assert flags == [False, True, True, True]
+    assert page["zero_variance_share"] == pytest.approx(sum(flags) / len(flags)) == 0.75
+    # The per-prompt view: the record, its recent visits and its verdicts' reasons.
+    assert raising["zero_variance_visits"] == 1 and raising["errors"] == 2
+    assert raising["recent_visits"][0]["pass_rate"] is None
+    assert raising["recent_reasons"] and all(r["reward"] is None for r in raising["recent_reasons"])
+    assert "checker bug" in raising["recent_reasons"][0]["reason"]
+    assert [v["pass_rate"] for v in mixed["recent_visits"]] == [0.5]
+    assert other.status_code == 404 and other.json()["error"] == "unknown_prompt"
+    # Groups per verifier, with the same flag.
+    assert verifiers["test.raising"]["zero_variance_groups"] >= 1
+    assert verifiers["no.such.type"]["groups"] == verifiers["no.such.type"]["zero_variance_groups"] == 1
+    assert verifiers["no.such.type"]["verdicts"] == 0
+
+
+def test_steps_versions_and_the_health_panel(keyed: BackgroundServer) -> None:
+    with client(keyed, KEY_A) as a:
+        assert a.post("/v1/groups", json=groups(("h", 1, 1))).status_code == 200
+        assert a.get("/v1/stats/prompts", params={"last": 0}).status_code == 422
+        day = a.get("/v1/stats/verifiers", params={"minutes": 1440, "step": 15}).json()
+        minute = a.get("/v1/stats/verifiers", params={"minutes": 1440}).json()
+        audits = a.get("/v1/stats/verifiers", params={"traffic": "audit"}).json()
+        health = a.get("/v1/stats/health", params={"minutes": 15, "step": 5})
+        spec = a.get("/openapi.json").json()
+    assert (day["minutes"], day["step_minutes"], day["traffic"]) == (1440, 15, "training")
+    exact_day = next(v for v in day["verifiers"] if v["verifier"] == "exact")
+    exact_minute = next(v for v in minute["verifiers"] if v["verifier"] == "exact")
+    assert exact_day["verdicts"] == exact_minute["verdicts"]
+    assert all(s["minute"] % 900 == 0 for s in exact_day["series"])
+    assert sum(s["verdicts"] for s in exact_day["series"]) == exact_day["verdicts"]
+    assert [v["version"] for v in exact_day["versions"]] == ["exact@1"]
+    assert exact_day["p99_ms"] <= exact_day["max_ms"]
+    assert audits["verifiers"] == [] and audits["traffic"] == "audit"
+    assert health.status_code == 200, health.text
+    page = health.json()
+    assert page["workers"]["ok"] and page["workers"]["size"] == 1
+    assert set(page["lanes"]) >= {"cpu"} and "refused" in page["lanes"]["cpu"]
+    assert page["http"]["requests"] >= 3 and page["http"]["client_errors"] >= 1
+    assert all(s["minute"] % 300 == 0 for s in page["http"]["series"])
+    assert "warm" in page["sandbox"] and "discarded" in page["sandbox"]
+    schemas = spec["components"]["schemas"]
+    assert {"groups", "zero_variance_share", "versions"} <= set(schemas["VerifierStat"]["properties"])
+    assert "/v1/stats/health" in spec["paths"] and "/v1/stats/prompts/{prompt_id}" in spec["paths"]
 
 
 def test_bad_queries_are_422_with_the_field(keyed: BackgroundServer) -> None:

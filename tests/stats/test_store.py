@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
-from referee.models import Verdict, VerdictStatus
-from referee.stats import Statistics, StatsStore
+from referee.models import Traffic, Verdict, VerdictStatus
+from referee.stats import Statistics, StatsStore, counted_as
+from referee.stats.buckets import latency_bucket
+from referee.stats.store import SCHEMA_VERSION
 
 
 def fill(stats: Statistics) -> None:
     for prompt, rewards in (("p1", [1.0, 0.0]), ("p2", [1.0, 1.0]), ("p2", [1.0, 1.0]), ("p3", [None, 0.0])):
-        stats.record_visit(
-            "key:abc", prompt, rewards, zero_variance=len({r for r in rewards if r is not None}) == 1
-        )
+        stats.record_visit("key:abc", prompt, rewards, [f"reason of {prompt}"] * len(rewards))
     for score, ms in ((1.0, 3.0), (0.0, 12.0), (None, 250.0)):
         status = VerdictStatus.ok if score is not None else VerdictStatus.error
         stats.observe_verdict(
@@ -37,7 +39,7 @@ def test_a_flush_and_a_load_give_back_the_same_pages(tmp_path: Path) -> None:
     assert after.prompt_page("key:abc") == before.prompt_page("key:abc")
     assert after.verifier_page(60) == before.verifier_page(60)
     # Recording goes on from the loaded records.
-    after.record_visit("key:abc", "p2", [1.0, 1.0], zero_variance=True)
+    after.record_visit("key:abc", "p2", [1.0, 1.0])
     p2 = next(p for p in after.prompt_page("key:abc").prompts if p.prompt_id == "p2")
     assert p2.visits == 3 and p2.solved_streak == 3
     reopened.close()
@@ -47,9 +49,9 @@ def test_only_the_newest_prompts_are_loaded_and_evicted_ones_are_deleted(tmp_pat
     stats = Statistics(max_prompts=2)
     store = StatsStore(tmp_path / "stats.db")
     for prompt in ("a", "b"):
-        stats.record_visit("o", prompt, [1.0], zero_variance=True)
+        stats.record_visit("o", prompt, [1.0])
     store.flush(stats)
-    stats.record_visit("o", "c", [1.0], zero_variance=True)  # evicts "a"
+    stats.record_visit("o", "c", [1.0])  # evicts "a"
     store.flush(stats)
     rows = sqlite3.connect(tmp_path / "stats.db").execute("SELECT prompt_id FROM prompts").fetchall()
     assert sorted(r[0] for r in rows) == ["b", "c"]
@@ -82,9 +84,9 @@ def test_a_load_keeps_each_keys_own_prompts(tmp_path: Path) -> None:
     stats = Statistics(max_prompts=1000, max_prompts_per_key=1000)
     store = StatsStore(tmp_path / "stats.db")
     for i in range(5):
-        stats.record_visit("key-1", f"k1-{i}", [1.0], zero_variance=True)
+        stats.record_visit("key-1", f"k1-{i}", [1.0])
     for i in range(50):
-        stats.record_visit("key-2", f"k2-{i}", [0.0], zero_variance=True)
+        stats.record_visit("key-2", f"k2-{i}", [0.0])
     store.flush(stats)
     bounded = Statistics(max_prompts=20, max_prompts_per_key=10)
     store.load_into(bounded)
@@ -95,3 +97,84 @@ def test_a_load_keeps_each_keys_own_prompts(tmp_path: Path) -> None:
         "SELECT owner, COUNT(*) FROM prompts GROUP BY owner"
     )
     assert dict(rows.fetchall()) == {"key-1": 5, "key-2": 10}
+
+
+# The file as the service before the dashboard's history wrote it (schema version 0).
+V0_SCHEMA = """
+CREATE TABLE prompts (
+    owner TEXT NOT NULL, prompt_id TEXT NOT NULL,
+    visits INTEGER, attempts INTEGER, passes INTEGER, errors INTEGER,
+    zero_variance_visits INTEGER, solved_streak INTEGER, unsolved_streak INTEGER,
+    zero_variance_streak INTEGER, last_pass_rate REAL, first_seen REAL, last_seen REAL,
+    PRIMARY KEY (owner, prompt_id)
+);
+CREATE INDEX prompts_last_seen ON prompts (last_seen);
+CREATE TABLE verifier_minutes (
+    verifier TEXT NOT NULL, minute INTEGER NOT NULL,
+    verdicts INTEGER, errors INTEGER, passes INTEGER, score_sum REAL, max_ms REAL,
+    latency TEXT,
+    PRIMARY KEY (verifier, minute)
+);
+"""
+
+
+def test_a_file_of_the_previous_schema_is_migrated_with_its_records(tmp_path: Path) -> None:
+    now = time.time()
+    minute = int(now // 60) * 60
+    path = tmp_path / "stats.db"
+    old = sqlite3.connect(path)
+    old.executescript(V0_SCHEMA)
+    old.execute(
+        "INSERT INTO prompts VALUES ('key:abc', 'p1', 3, 12, 6, 1, 1, 0, 0, 1, 0.5, ?, ?)", (now - 100, now)
+    )
+    old.execute(
+        "INSERT INTO verifier_minutes VALUES ('exact', ?, 4, 1, 2, 2.0, 9.5, ?)",
+        (minute, json.dumps({str(latency_bucket(3.0)): 3, str(latency_bucket(9.5)): 1})),
+    )
+    old.commit()
+    old.close()
+
+    stats = Statistics()
+    store = StatsStore(path)
+    store.load_into(stats)
+    (p1,) = stats.prompt_page("key:abc").prompts
+    assert (p1.visits, p1.attempts, p1.passes, p1.errors, p1.last_pass_rate) == (3, 12, 6, 1, 0.5)
+    (exact,) = stats.verifier_page(60).verifiers
+    assert (exact.verdicts, exact.errors, exact.mean_score, exact.max_ms) == (4, 1, pytest.approx(2 / 3), 9.5)
+    assert exact.versions == []  # minutes of version 0 name no version
+    # Recording and flushing go on in the new schema; a restart reads both back.
+    stats.record_visit("key:abc", "p1", [1.0, 0.0], ["right", "wrong"])
+    stats.observe_group("exact", "exact@1", [1.0, 0.0])
+    stats.observe_http(503)
+    store.flush(stats)
+    store.close()
+    again = Statistics()
+    reopened = StatsStore(path)
+    reopened.load_into(again)
+    assert again.prompt_detail("key:abc", "p1") == stats.prompt_detail("key:abc", "p1")
+    assert again.verifier_page(60) == stats.verifier_page(60)
+    assert again.http_page(60).refused == 1
+    reopened.close()
+    version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
+    assert version == SCHEMA_VERSION == 1
+
+
+def test_a_prompts_history_survives_a_restart(tmp_path: Path) -> None:
+    stats = Statistics()
+    stats.record_visit("o", "p", [None, None], ["sandbox down", None])
+    stats.record_visit("o", "p", [1.0, 0.0], [None, "expected 42"])
+    with counted_as(Traffic.audit):
+        stats.observe_verdict(Verdict(score=1.0, status=VerdictStatus.ok, verifier="exact@1"), "exact")
+    store = StatsStore(tmp_path / "stats.db")
+    store.flush(stats)
+    loaded = Statistics()
+    store.load_into(loaded)
+    detail = loaded.prompt_detail("o", "p")
+    assert detail == stats.prompt_detail("o", "p")
+    assert detail is not None and [v.pass_rate for v in detail.recent_visits] == [None, 0.5]
+    assert [(r.reward, r.reason) for r in detail.recent_reasons] == [
+        (None, "sandbox down"),
+        (0.0, "expected 42"),
+    ]
+    assert loaded.verifier_page(60).verifiers == []
+    assert loaded.verifier_page(60, traffic=Traffic.audit) == stats.verifier_page(60, traffic=Traffic.audit)

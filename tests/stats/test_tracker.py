@@ -9,7 +9,7 @@ import pytest
 
 from referee.models import PromptFilter, Verdict, VerdictStatus
 from referee.stats import Statistics
-from referee.stats.tracker import LATENCY_RATIO, latency_bucket, quantile_ms
+from referee.stats.buckets import LATENCY_RATIO, latency_bucket, quantile_ms
 
 
 class Clock:
@@ -21,8 +21,7 @@ class Clock:
 
 
 def visit(stats: Statistics, prompt: str, rewards: list[float | None], owner: str = "a") -> None:
-    scored = [r for r in rewards if r is not None]
-    stats.record_visit(owner, prompt, rewards, zero_variance=len(set(scored)) <= 1)
+    stats.record_visit(owner, prompt, rewards)
 
 
 def ids(stats: Statistics, kind: PromptFilter, last: int = 1, owner: str = "a") -> set[str]:

@@ -1,4 +1,6 @@
-"""Statistics: `GET /v1/stats/prompts` and `GET /v1/stats/verifiers`."""
+"""Statistics: `GET /v1/stats/prompts[/{prompt_id}]`, `GET /v1/stats/verifiers`,
+`GET /v1/stats/health`. Fields added after the first release carry defaults, so a client of
+an older service still parses its answers."""
 
 from __future__ import annotations
 
@@ -16,6 +18,15 @@ class PromptFilter(StrEnum):
     zero_variance = "zero_variance"  # every sample scored the same, `last` visits in a row
 
 
+class Traffic(StrEnum):
+    """Whose verdicts a verifier statistic counts: training traffic (scoring and groups), or
+    the service's own checks, kept apart so that they never move the training figures."""
+
+    training = "training"  # /v1/score, /v1/groups, the OpenRLHF route
+    audit = "audit"  # POST /v1/audits (rows and probes)
+    registration = "registration"  # POST /v1/verifiers: its examples and probe gate
+
+
 class PromptStat(BaseModel):
     """One prompt's record. A visit is one scored group; a sample passes when its reward is at
     least the service's pass threshold (`REFEREE_STATS_PASS_THRESHOLD`)."""
@@ -27,7 +38,10 @@ class PromptStat(BaseModel):
     errors: int = Field(description="Samples without a verdict (status error).")
     pass_rate: float | None = Field(description="passes / samples with a verdict (null if none).")
     error_rate: float = Field(description="errors / attempts.")
-    zero_variance_visits: int = Field(description="Visits whose samples all had the same reward.")
+    zero_variance_visits: int = Field(
+        description="Visits without reward variance: `zero_variance` of the `/v1/groups` response "
+        "(all samples the same reward, or all error verdicts)."
+    )
     solved_streak: int = Field(description="Latest visits in a row in which every sample passed.")
     unsolved_streak: int = Field(description="Latest visits in a row in which no sample passed.")
     zero_variance_streak: int = Field(description="Latest visits in a row without reward variance.")
@@ -62,14 +76,56 @@ class PromptStatsPage(BaseModel):
     )
 
 
+class PromptVisit(BaseModel):
+    time: float = Field(description="Unix time of the visit.")
+    pass_rate: float | None = Field(description="Share of its samples with a verdict that passed.")
+
+
+class PromptReason(BaseModel):
+    time: float = Field(description="Unix time of the visit the response was part of.")
+    reward: float | None = Field(description="Its reward (null: an error verdict).")
+    reason: str = Field(description="The verdict's reason, cut to 120 characters.")
+
+
+class PromptDetail(PromptStat):
+    """One prompt with its recent history (kept per prompt, bounded)."""
+
+    recent_visits: list[PromptVisit] = Field(
+        default_factory=list, description="Its latest visits (at most 8), oldest first."
+    )
+    recent_reasons: list[PromptReason] = Field(
+        default_factory=list,
+        description="Verdict reasons of its latest responses that gave one (at most 4), oldest first.",
+    )
+
+
 class VerifierMinute(BaseModel):
-    minute: int = Field(description="Unix time of the minute's start.")
+    """One step of a verifier's series: a minute, or `step_minutes` of them merged."""
+
+    minute: int = Field(description="Unix time of the step's start.")
     verdicts: int
     errors: int
     pass_rate: float | None = Field(description="Share of `ok` verdicts that passed.")
+    mean_score: float | None = Field(description="Mean reward of `ok` verdicts.")
+    p50_ms: float | None
+    p99_ms: float | None = Field(description="Never above `max_ms`.")
+    max_ms: float | None = None
+    groups: int = Field(default=0, description="Groups scored (/v1/groups, the OpenRLHF route).")
+    zero_variance_groups: int = Field(default=0, description="Of those, groups without learning signal.")
+    zero_variance_share: float | None = None
+
+
+class VersionStat(BaseModel):
+    """One version of a verifier (`name@version`) over the window."""
+
+    version: str = Field(description="name@version, as in a verdict's `verifier`.")
+    verdicts: int
+    errors: int
+    pass_rate: float | None
     mean_score: float | None
     p50_ms: float | None
     p99_ms: float | None
+    max_ms: float | None
 
 
 class VerifierStat(BaseModel):
@@ -80,13 +136,79 @@ class VerifierStat(BaseModel):
     pass_rate: float | None
     mean_score: float | None
     p50_ms: float | None = Field(
-        description="Verdict latency quantiles over the window (histogram estimate)."
+        description="Verdict latency quantiles over the window (histogram estimate, never above max_ms)."
     )
     p99_ms: float | None
     max_ms: float | None
-    series: list[VerifierMinute] = Field(description="Minutes with verdicts, oldest first.")
+    groups: int = 0
+    zero_variance_groups: int = 0
+    zero_variance_share: float | None = Field(
+        default=None, description="zero_variance_groups / groups (the /v1/groups definition)."
+    )
+    versions: list[VersionStat] = Field(
+        default_factory=list, description="Per version with verdicts in the window, newest version first."
+    )
+    series: list[VerifierMinute] = Field(description="Steps with verdicts or groups, oldest first.")
 
 
 class VerifierStatsPage(BaseModel):
     minutes: int = Field(description="The window: this many minutes up to now.")
+    step_minutes: int = Field(default=1, description="Minutes merged into one step of each series.")
+    traffic: Traffic = Field(default=Traffic.training, description="Whose verdicts are counted.")
     verifiers: list[VerifierStat]
+
+
+class HttpMinute(BaseModel):
+    minute: int = Field(description="Unix time of the step's start.")
+    requests: int
+    client_errors: int = Field(description="Answers 4xx.")
+    server_errors: int = Field(description="Answers 5xx (503 included).")
+    refused: int = Field(description="Answers 503: overloaded or not ready; a client retries them.")
+
+
+class HttpStat(BaseModel):
+    requests: int
+    client_errors: int
+    server_errors: int
+    refused: int
+    series: list[HttpMinute] = Field(description="Steps with requests, oldest first.")
+
+
+class SandboxHealth(BaseModel):
+    enabled: bool
+    ok: bool
+    reason: str | None = None
+    warm: int = Field(default=0, description="Containers started and idle.")
+    starting: int = 0
+    running: int = Field(default=0, description="Containers running a submission or being scrubbed.")
+    queued: int = Field(default=0, description="Submissions waiting for a run slot.")
+    started: int = Field(default=0, description="Containers started since the service started.")
+    discarded: int = Field(default=0, description="Containers removed since (not reused, or found dead).")
+    reused: int = 0
+
+
+class WorkerHealth(BaseModel):
+    ok: bool
+    size: int
+    pending: int = Field(description="Verdicts queued or running in the worker processes.")
+    timeouts: int
+    crashes: int
+
+
+class LaneHealth(BaseModel):
+    in_flight: float = Field(description="Units admitted and not done (queued or running).")
+    rate_per_s: float
+    wait_s: float = Field(description="Expected queueing delay of new work.")
+    refused: int = Field(description="Requests refused with 503 since the service started.")
+    background: float = Field(default=0.0, description="Of in_flight, background work (audits).")
+
+
+class HealthPage(BaseModel):
+    """Now (workers, sandbox, lanes) and over the window (HTTP answers), of this replica."""
+
+    minutes: int
+    step_minutes: int
+    workers: WorkerHealth
+    sandbox: SandboxHealth
+    lanes: dict[str, LaneHealth]
+    http: HttpStat = Field(description="Answers of the API (the dashboard's own pages left out).")

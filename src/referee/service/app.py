@@ -94,6 +94,8 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
         path = getattr(route, "path", "unmatched")
         metrics.requests.labels(request.method, path, str(response.status_code)).inc()
         metrics.request_latency.labels(path).observe(time.perf_counter() - start)
+        if runtime.stats is not None and not request.url.path.startswith("/ui"):
+            runtime.stats.observe_http(response.status_code)  # the dashboard's health panel
         return response
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)

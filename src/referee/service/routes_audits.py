@@ -41,7 +41,7 @@ from referee.audit import (
     scorer_backend,
 )
 from referee.errors import DomainError, ErrorKind
-from referee.models import AuditRequest, VerifierComponent
+from referee.models import AuditRequest, Traffic, VerifierComponent
 from referee.runtime import AUDITS_KEPT, BackgroundJobs
 from referee.scoring import BackgroundOwner
 from referee.service.auth import Role
@@ -49,6 +49,7 @@ from referee.service.deps import CLIENT, AuditJobsDep, AuthDep, RuntimeDep
 from referee.service.errors import QUOTA_WITHOUT_KEYS, documented
 from referee.service.security_headers import REPORT_HEADERS
 from referee.settings import AuditSettings
+from referee.stats import counted_as
 
 # Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
 AUDIT_CONCURRENCY = 2
@@ -211,15 +212,16 @@ async def start_audit(body: AuditRequest, runtime: RuntimeDep, caller: CallerDep
 
     async def run() -> None:
         try:
-            job.report = await run_audit(
-                rows,
-                verifier,
-                backend,
-                progress=progress,
-                probes=body.probes,
-                source=f"POST /v1/audits {job.id}",
-                concurrency=AUDIT_CONCURRENCY,
-            )
+            with counted_as(Traffic.audit):  # statistics keep its verdicts apart from training's
+                job.report = await run_audit(
+                    rows,
+                    verifier,
+                    backend,
+                    progress=progress,
+                    probes=body.probes,
+                    source=f"POST /v1/audits {job.id}",
+                    concurrency=AUDIT_CONCURRENCY,
+                )
             job.status = "done"
         except asyncio.CancelledError:  # DELETE, or the service stopping
             job.status = "cancelled"

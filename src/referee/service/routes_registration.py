@@ -19,13 +19,14 @@ from pydantic import AfterValidator, Field
 
 from referee.audit import Probe, battery, generic
 from referee.errors import InputError
-from referee.models import DisableResponse, RegisterExample, RegisterResponse, Verdict, VersionList
+from referee.models import DisableResponse, RegisterExample, RegisterResponse, Traffic, Verdict, VersionList
 from referee.models import ProbeGateRequest as AnyProbeGate
 from referee.models import RegisterRequest as AnyRegisterRequest
 from referee.registered import ProbeOutcome, RegistrationError, version_info
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
+from referee.stats import counted_as
 from referee.verifiers import InstalledVerifiers, Verifier
 
 GENERIC_BATTERY = "generic"
@@ -296,7 +297,9 @@ def registration_router(index: InstalledVerifiers) -> APIRouter:
                     raise _unfit_references(exc, planned, config.reference_field) from None
                 return judge_probes(config.battery, planned, verdicts)
 
-        result = await catalog.register(body, score_examples, probe_gate)
+        # Its examples' and probes' verdicts are no training traffic (statistics keep them apart).
+        with counted_as(Traffic.registration):
+            result = await catalog.register(body, score_examples, probe_gate)
         answer = RegisterResponse(
             created=result.created,
             verifier=result.stored.qualified,

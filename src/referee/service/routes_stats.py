@@ -1,8 +1,11 @@
-"""`GET /v1/stats/prompts` and `GET /v1/stats/verifiers`, and the recording of prompt visits.
+"""`GET /v1/stats/prompts[/{prompt_id}]`, `GET /v1/stats/verifiers`, `GET /v1/stats/health`,
+and the recording of groups (per verifier) and prompt visits. The dashboard's charts are drawn
+from these same pages.
 
 Prompt ids are the caller's: each key sees (and fills) its own namespace, so two teams that
 both number their dataset rows 0, 1, 2 … do not mix. Verifier statistics are the service's
-(every verdict of every caller), like `/metrics`.
+(every verdict of every caller), like `/metrics`; training traffic apart from the verdicts of
+audits and registrations (`traffic=`). Health is this replica's.
 """
 
 from __future__ import annotations
@@ -10,13 +13,33 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from referee.errors import DomainError, ErrorKind
-from referee.models import GroupResult, GroupSpec, PromptFilter, PromptStatsPage, VerifierStatsPage
-from referee.service.deps import CLIENT, OwnerDep, StatsDep
+from referee.models import (
+    GroupResult,
+    GroupSpec,
+    HealthPage,
+    LaneHealth,
+    PromptDetail,
+    PromptFilter,
+    PromptStatsPage,
+    SandboxHealth,
+    Traffic,
+    VerifierStatsPage,
+    WorkerHealth,
+)
+from referee.runtime import Runtime
+from referee.sandbox import SandboxPool
+from referee.service.deps import CLIENT, OwnerDep, RuntimeDep, StatsDep
 from referee.service.errors import documented
 from referee.stats import Statistics
+
+WindowMinutes = Annotated[int, Query(ge=1, le=7 * 1440, description="The window, up to now.")]
+StepMinutes = Annotated[
+    int,
+    Query(ge=1, le=1440, description="Minutes per step of each series (a day in steps of 15 stays light)."),
+]
 
 stats_router = APIRouter(prefix="/v1/stats", tags=["statistics"], dependencies=CLIENT)
 
@@ -38,16 +61,81 @@ def _enabled(stats: Statistics | None) -> Statistics:
     return stats
 
 
+def _version(name: str, result: GroupResult) -> str:
+    """The `name@version` that judged a group, from its verdicts ("" for a component of a
+    weighted group, whose verdicts carry the combination's name)."""
+    qualified = result.verdicts[0].verifier if result.verdicts else ""
+    return qualified if qualified.startswith(f"{name}@") else ""
+
+
 def record_groups(
     stats: Statistics | None, owner: Hashable, specs: Sequence[GroupSpec], results: Sequence[GroupResult]
 ) -> None:
-    """One visit per scored group that names its prompt."""
+    """One group per verifier it used, and one visit per scored group that names its prompt."""
     if stats is None:
         return
     label = owner_label(owner)
     for spec, result in zip(specs, results, strict=True):
+        for component in spec.components():
+            stats.observe_group(component.name, _version(component.name, result), result.rewards)
         if spec.prompt_id is not None:
-            stats.record_visit(label, spec.prompt_id, result.rewards, result.zero_variance)
+            reasons = [v.reason for v in result.verdicts]
+            stats.record_visit(label, spec.prompt_id, result.rewards, reasons)
+
+
+# The steps the dashboard's ranges use: a few dozen points per chart at most.
+def default_step(minutes: int) -> int:
+    """Minutes per step for a window: 1 up to an hour, 5 up to 6 hours, 15 beyond."""
+    return 1 if minutes <= 60 else 5 if minutes <= 360 else 15
+
+
+def health_page(runtime: Runtime, stats: Statistics, minutes: int, step_minutes: int) -> HealthPage:
+    """The workers, the sandbox pool and the admission lanes now (this replica's, as in
+    /readyz), and the API's HTTP answers over the window."""
+    pool = runtime.pool
+    sandbox = runtime.resources.sandbox
+    if sandbox is None:
+        sandbox_health = SandboxHealth(enabled=False, ok=False, reason="sandbox disabled")
+    else:
+        ok, reason = sandbox.health()
+        sandbox_health = SandboxHealth(enabled=True, ok=ok, reason=reason)
+        if isinstance(sandbox, SandboxPool):
+            ready = sandbox.readiness()
+            sandbox_health = sandbox_health.model_copy(
+                update={
+                    "warm": ready["warm"],
+                    "starting": ready["starting"],
+                    "running": ready["busy"],
+                    "queued": sandbox.queued,
+                    "started": sandbox.stats["started"],
+                    "discarded": sandbox.stats["removed"] + sandbox.stats["found_dead"],
+                    "reused": sandbox.stats["reused"],
+                }
+            )
+    minutes = min(minutes, stats.window_minutes)
+    return HealthPage(
+        minutes=minutes,
+        step_minutes=step_minutes,
+        workers=WorkerHealth(
+            ok=pool.alive(),
+            size=pool.size,
+            pending=pool.pending,
+            timeouts=pool.timeouts,
+            crashes=pool.crashes,
+        ),
+        sandbox=sandbox_health,
+        lanes={
+            lane: LaneHealth(
+                in_flight=figures["in_flight"],
+                rate_per_s=figures["rate_per_s"],
+                wait_s=figures["wait_s"],
+                refused=int(figures["refused"]),
+                background=figures.get("background", 0.0),
+            )
+            for lane, figures in runtime.admission.snapshot().items()
+        },
+        http=stats.http_page(minutes, step_minutes),
+    )
 
 
 @stats_router.get(
@@ -81,8 +169,53 @@ async def prompt_stats(
 )
 async def verifier_stats(
     stats: StatsDep,
-    minutes: Annotated[int, Query(ge=1, le=7 * 1440, description="The window, up to now.")] = 60,
+    minutes: WindowMinutes = 60,
+    step: StepMinutes = 1,
+    traffic: Annotated[
+        Traffic,
+        Query(
+            description="training (default): scoring and groups; audit, registration: the service's own checks."
+        ),
+    ] = Traffic.training,
 ) -> VerifierStatsPage:
-    """Per verifier over the last `minutes`: verdicts, error rate, pass rate, mean score,
-    latency p50/p99/max, and the same per minute (the series behind the dashboard's charts)."""
-    return _enabled(stats).verifier_page(minutes)
+    """Per verifier over the last `minutes`: verdicts, error rate, pass rate, mean score
+    (mean reward), latency p50/p99/max, groups and their zero-variance share, per version
+    (`name@version`), and the same per step (the series behind the dashboard's charts).
+    Audits' and registrations' verdicts are counted apart (`traffic`), never in training's."""
+    return _enabled(stats).verifier_page(minutes, step, traffic)
+
+
+@stats_router.get(
+    "/prompts/{prompt_id:path}",
+    response_model=PromptDetail,
+    responses=documented(401, 404, 422, 429),
+    operation_id="prompt_detail",
+)
+async def prompt_detail(
+    stats: StatsDep, owner: OwnerDep, prompt_id: Annotated[str, Path(min_length=1, max_length=200)]
+) -> PromptDetail:
+    """One of the caller's prompts: its record, its latest visits (time, pass rate; up to 8)
+    and its latest responses' verdict reasons (up to 4). 404 `unknown_prompt` if the caller
+    has no record of it (another key's prompt included)."""
+    detail = _enabled(stats).prompt_detail(owner_label(owner), prompt_id)
+    if detail is None:
+        raise DomainError(ErrorKind.not_found, "unknown_prompt", f"no statistics of prompt {prompt_id!r}")
+    return detail
+
+
+@stats_router.get(
+    "/health",
+    response_model=HealthPage,
+    responses=documented(401, 404, 422, 429),
+    operation_id="health_stats",
+)
+async def health_stats(
+    stats: StatsDep,
+    runtime: RuntimeDep,
+    minutes: WindowMinutes = 60,
+    step: StepMinutes = 1,
+) -> HealthPage:
+    """This replica now: worker processes, the sandbox pool (warm, running, discarded) and the
+    admission lanes (in flight, expected wait, 503s); and over the window, the API's HTTP
+    answers per step: requests, 4xx, 5xx, 503 (the dashboard's own pages left out)."""
+    return health_page(runtime, _enabled(stats), minutes, step)

@@ -5,38 +5,60 @@ writes the records changed since the previous one (upserts), deletes evicted pro
 minutes outside the window, in one transaction. It runs in a thread (`asyncio.to_thread`),
 never on the scoring path; a failed flush puts its records back as changed, so the next one
 writes them (statistics are lost only if the service stops while the disk keeps failing).
+
+The schema has a version (`PRAGMA user_version`). A file of an older version is migrated in
+place when it is opened, in one transaction, its records kept (`_migrate_to_1`). All reads
+and writes of the file are here, so another store (a database shared by replicas) has one
+place to copy.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 from pathlib import Path
 
 import structlog
 
-from referee.stats.tracker import Dirty, MinuteBucket, PromptRecord, Statistics
+from referee.models import Traffic
+from referee.stats.buckets import HttpBucket, MinuteBucket
+from referee.stats.prompts import PromptRecord
+from referee.stats.tracker import Dirty, Statistics
 
 log = structlog.get_logger(__name__)
 
-_SCHEMA = """
+SCHEMA_VERSION = 1
+_VERIFIER_MINUTES = """
+CREATE TABLE IF NOT EXISTS verifier_minutes (
+    traffic TEXT NOT NULL, verifier TEXT NOT NULL, version TEXT NOT NULL, minute INTEGER NOT NULL,
+    verdicts INTEGER, errors INTEGER, passes INTEGER, score_sum REAL, max_ms REAL,
+    latency TEXT,  -- the sparse histogram: {"bucket": count}
+    groups INTEGER NOT NULL DEFAULT 0, zero_variance_groups INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (traffic, verifier, version, minute)
+)
+"""
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS prompts (
     owner TEXT NOT NULL, prompt_id TEXT NOT NULL,
     visits INTEGER, attempts INTEGER, passes INTEGER, errors INTEGER,
     zero_variance_visits INTEGER, solved_streak INTEGER, unsolved_streak INTEGER,
     zero_variance_streak INTEGER, last_pass_rate REAL, first_seen REAL, last_seen REAL,
+    recent TEXT NOT NULL DEFAULT '[]',   -- [time, pass rate or null, ...]
+    reasons TEXT NOT NULL DEFAULT '[]',  -- [time, reward or null, reason, ...]
     PRIMARY KEY (owner, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS prompts_last_seen ON prompts (last_seen);
 CREATE INDEX IF NOT EXISTS prompts_owner_last_seen ON prompts (owner, last_seen);
-CREATE TABLE IF NOT EXISTS verifier_minutes (
-    verifier TEXT NOT NULL, minute INTEGER NOT NULL,
-    verdicts INTEGER, errors INTEGER, passes INTEGER, score_sum REAL, max_ms REAL,
-    latency TEXT,  -- the sparse histogram: {"bucket": count}
-    PRIMARY KEY (verifier, minute)
+CREATE TABLE IF NOT EXISTS http_minutes (
+    minute INTEGER PRIMARY KEY,
+    requests INTEGER, client_errors INTEGER, server_errors INTEGER, refused INTEGER
 );
 """
+    + _VERIFIER_MINUTES
+)
 _PROMPT_FIELDS = (
     "visits",
     "attempts",
@@ -50,6 +72,52 @@ _PROMPT_FIELDS = (
     "first_seen",
     "last_seen",
 )
+_MINUTE_FIELDS = "verdicts, errors, passes, score_sum, max_ms, latency, groups, zero_variance_groups"
+
+
+def _migrate_to_1(db: sqlite3.Connection) -> None:
+    """Version 0 (before the dashboard's history): prompts gain their recent visits and
+    reasons; verifier minutes gain a traffic kind, a version and group counts (their key
+    changes, so the table is rebuilt). Minutes of version 0 mixed every traffic and version:
+    they are read back as training traffic of an unknown version ("")."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(prompts)")}
+    for column in ("recent", "reasons"):
+        if column not in columns:
+            db.execute(f"ALTER TABLE prompts ADD COLUMN {column} TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE verifier_minutes RENAME TO verifier_minutes_v0")
+    db.execute(_VERIFIER_MINUTES)
+    db.execute(
+        f"INSERT INTO verifier_minutes (traffic, verifier, version, minute, {_MINUTE_FIELDS}) "
+        f"SELECT ?, verifier, '', minute, verdicts, errors, passes, score_sum, max_ms, latency, 0, 0 "
+        "FROM verifier_minutes_v0",
+        (Traffic.training.value,),
+    )
+    db.execute("DROP TABLE verifier_minutes_v0")
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The file at `path`, created or migrated to `SCHEMA_VERSION`."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    existing = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'verifier_minutes'").fetchone()
+    if version > SCHEMA_VERSION:
+        db.close()
+        raise RuntimeError(f"{path} has statistics schema {version}, newer than this service's")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if existing and version < 1:
+            _migrate_to_1(db)
+            log.info("stats_schema_migrated", path=str(path), from_version=version, to=SCHEMA_VERSION)
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        db.close()
+        raise
+    return db
 
 
 class StatsStore:
@@ -57,9 +125,7 @@ class StatsStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         # One connection, used by one flush at a time (the lock), from whichever thread runs it.
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = _open(path)
         self._lock = threading.Lock()
 
     def load_into(self, stats: Statistics) -> None:
@@ -68,12 +134,12 @@ class StatsStore:
         owner's bound are deleted."""
         fields = ", ".join(_PROMPT_FIELDS)
         ranked = (
-            f"SELECT owner, prompt_id, {fields}, ROW_NUMBER() OVER "
+            f"SELECT owner, prompt_id, {fields}, recent, reasons, ROW_NUMBER() OVER "
             "(PARTITION BY owner ORDER BY last_seen DESC) AS recency FROM prompts"
         )
         with self._lock:
             rows = self._db.execute(
-                f"SELECT owner, prompt_id, {fields} FROM ({ranked}) WHERE recency <= ? "
+                f"SELECT owner, prompt_id, {fields}, recent, reasons FROM ({ranked}) WHERE recency <= ? "
                 "ORDER BY last_seen ASC",
                 (stats.max_prompts_per_key,),
             ).fetchall()
@@ -82,15 +148,20 @@ class StatsStore:
                 f"(SELECT owner, prompt_id FROM ({ranked}) WHERE recency > ?)",
                 (stats.max_prompts_per_key,),
             )
-            prompts = [((row[0], row[1]), PromptRecord(*row[2:])) for row in rows]
+            prompts = [((row[0], row[1]), _record(row[2:])) for row in rows]
             minutes = [
-                ((row[0], row[1]), _bucket(row[2:]))
+                ((row[0], row[1], row[2], row[3]), _bucket(row[4:]))
                 for row in self._db.execute(
-                    "SELECT verifier, minute, verdicts, errors, passes, score_sum, max_ms, latency "
-                    "FROM verifier_minutes"
+                    f"SELECT traffic, verifier, version, minute, {_MINUTE_FIELDS} FROM verifier_minutes"
                 )
             ]
-        stats.load(prompts, minutes)
+            http = [
+                (row[0], HttpBucket(*row[1:]))
+                for row in self._db.execute(
+                    "SELECT minute, requests, client_errors, server_errors, refused FROM http_minutes"
+                )
+            ]
+        stats.load(prompts, minutes, http)
         log.info("stats_loaded", path=str(self.path), prompts=len(prompts), minutes=len(minutes))
 
     def flush(self, stats: Statistics) -> int:
@@ -101,26 +172,44 @@ class StatsStore:
         except Exception:
             stats.restore_dirty(dirty)
             raise
-        return len(dirty.prompts) + len(dirty.minutes)
+        return len(dirty.prompts) + len(dirty.minutes) + len(dirty.http)
 
     def _write(self, dirty: Dirty) -> None:
-        placeholders = ", ".join("?" * (2 + len(_PROMPT_FIELDS)))
+        prompt_columns = ("owner", "prompt_id", *_PROMPT_FIELDS, "recent", "reasons")
+        placeholders = ", ".join("?" * len(prompt_columns))
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(
-                    f"INSERT OR REPLACE INTO prompts VALUES ({placeholders})",
-                    [(*key, *(getattr(r, f) for f in _PROMPT_FIELDS)) for key, r in dirty.prompts],
+                    f"INSERT OR REPLACE INTO prompts ({', '.join(prompt_columns)}) VALUES ({placeholders})",
+                    [
+                        (*key, *(getattr(r, f) for f in _PROMPT_FIELDS), *_history(r))
+                        for key, r in dirty.prompts
+                    ],
                 )
                 self._db.executemany("DELETE FROM prompts WHERE owner = ? AND prompt_id = ?", dirty.evicted)
                 self._db.executemany(
-                    "INSERT OR REPLACE INTO verifier_minutes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO verifier_minutes (traffic, verifier, version, minute, "
+                    f"{_MINUTE_FIELDS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (*key, b.verdicts, b.errors, b.passes, b.score_sum, b.max_ms, json.dumps(b.latency))
+                        (
+                            *key,
+                            *(b.verdicts, b.errors, b.passes, b.score_sum, b.max_ms),
+                            json.dumps(b.latency),
+                            *(b.groups, b.zero_variance_groups),
+                        )
                         for key, b in dirty.minutes
                     ],
                 )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO http_minutes VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (minute, b.requests, b.client_errors, b.server_errors, b.refused)
+                        for minute, b in dirty.http
+                    ],
+                )
                 self._db.execute("DELETE FROM verifier_minutes WHERE minute < ?", (dirty.oldest_minute,))
+                self._db.execute("DELETE FROM http_minutes WHERE minute < ?", (dirty.oldest_minute,))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -131,7 +220,28 @@ class StatsStore:
             self._db.close()
 
 
-def _bucket(row: tuple[int, int, int, float, float, str]) -> MinuteBucket:
-    verdicts, errors, passes, score_sum, max_ms, latency = row
+def _json_numbers(values: tuple[float | str, ...]) -> str:
+    """JSON has no NaN: a missing pass rate or reward is stored as null."""
+    return json.dumps([None if isinstance(v, float) and math.isnan(v) else v for v in values])
+
+
+def _history(record: PromptRecord) -> tuple[str, str]:
+    return _json_numbers(record.recent), _json_numbers(record.reasons)
+
+
+def _from_json(text: str | None) -> tuple[float | str, ...]:
+    return tuple(math.nan if v is None else v for v in json.loads(text or "[]"))
+
+
+def _record(row: tuple[object, ...]) -> PromptRecord:
+    counters, (recent, reasons) = row[: len(_PROMPT_FIELDS)], row[len(_PROMPT_FIELDS) :]
+    record = PromptRecord(*counters)  # type: ignore[arg-type]
+    record.recent = tuple(float(v) for v in _from_json(str(recent)))
+    record.reasons = _from_json(str(reasons))
+    return record
+
+
+def _bucket(row: tuple[int, int, int, float, float, str, int, int]) -> MinuteBucket:
+    verdicts, errors, passes, score_sum, max_ms, latency, groups, flat = row
     histogram = {int(k): int(v) for k, v in json.loads(latency).items()}
-    return MinuteBucket(verdicts, errors, passes, score_sum, max_ms, histogram)
+    return MinuteBucket(verdicts, errors, passes, score_sum, max_ms, histogram, groups, flat)

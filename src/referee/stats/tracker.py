@@ -4,9 +4,13 @@ Both are bounded. Prompt records are kept per caller (owner), least recently see
 an ordered dict each: a caller's new prompts beyond `max_prompts_per_key` evict that caller's
 oldest, never another's; beyond `max_prompts` over all callers (the memory bound) the oldest
 of the caller holding the most go, so a caller that floods the table evicts its own records
-first. A record is a handful of counters and three streaks ("visits in a row"), so a filter
-like "solved the last K visits" needs no history of visits. Verifier statistics are one bucket per verifier and minute, kept for
-`window_minutes`, with a sparse log-scale latency histogram (quantiles within 5%).
+first (`stats.prompts.PromptRecord`: counters, streaks, a short history).
+
+Verifier statistics are one bucket (`stats.buckets.MinuteBucket`) per series and minute, kept
+for `window_minutes`; a series is (traffic, verifier, version): training traffic apart from
+audits and registrations (`stats.traffic`), each `name@version` apart, so a page can sum the
+versions of a verifier or list them. At most `max_verifiers` series are tracked. The HTTP
+answers of the API get a bucket per minute as well (the health panel's 4xx, 5xx and 503s).
 
 Recording is a few dictionary updates under a lock (the observer is called from the event
 loop and from worker-result callbacks alike); reading builds pydantic pages. Persistence is
@@ -15,168 +19,33 @@ loop and from worker-result callbacks alike); reading builds pydantic pages. Per
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from referee.models import (
     Histogram,
+    HttpStat,
+    PromptDetail,
     PromptFilter,
     PromptStat,
     PromptStatsPage,
+    Traffic,
     Verdict,
-    VerdictStatus,
-    VerifierMinute,
-    VerifierStat,
     VerifierStatsPage,
 )
+from referee.stats.buckets import HttpBucket, MinuteBucket, copy_bucket, is_zero_variance, step_start
+from referee.stats.prompts import PromptRecord
+from referee.stats.traffic import current_traffic
+from referee.stats.views import http_stat, verifier_stats
 
-# Latency buckets: bucket i > 0 holds (FLOOR * RATIO**(i-1), FLOOR * RATIO**i] ms; reporting the
-# upper edge overestimates a quantile by at most RATIO - 1 = 5%.
-LATENCY_FLOOR_MS = 0.01
-LATENCY_RATIO = 1.05
-_LOG_RATIO = math.log(LATENCY_RATIO)
 DIFFICULTY_BINS = 10
 
-
-def latency_bucket(ms: float) -> int:
-    if ms <= LATENCY_FLOOR_MS:
-        return 0
-    return math.ceil(math.log(ms / LATENCY_FLOOR_MS) / _LOG_RATIO - 1e-9)
-
-
-def bucket_ms(index: int) -> float:
-    return LATENCY_FLOOR_MS * LATENCY_RATIO**index
-
-
-def quantile_ms(histogram: dict[int, int], q: float) -> float | None:
-    """The q-quantile of a latency histogram (the upper edge of the bucket it falls in)."""
-    total = sum(histogram.values())
-    if not total:
-        return None
-    rank = max(1, math.ceil(q * total))
-    seen = 0
-    for index in sorted(histogram):
-        seen += histogram[index]
-        if seen >= rank:
-            return round(bucket_ms(index), 3)
-    raise AssertionError("unreachable: rank <= total")
-
-
-@dataclass(slots=True)
-class PromptRecord:
-    visits: int = 0
-    attempts: int = 0
-    passes: int = 0
-    errors: int = 0
-    zero_variance_visits: int = 0
-    solved_streak: int = 0
-    unsolved_streak: int = 0
-    zero_variance_streak: int = 0
-    last_pass_rate: float | None = None
-    first_seen: float = 0.0
-    last_seen: float = 0.0
-
-    def visit(
-        self, rewards: Sequence[float | None], zero_variance: bool, threshold: float, now: float
-    ) -> None:
-        scored = [r for r in rewards if r is not None]
-        passed = sum(r >= threshold for r in scored)
-        self.visits += 1
-        self.attempts += len(rewards)
-        self.passes += passed
-        self.errors += len(rewards) - len(scored)
-        self.first_seen = self.first_seen or now
-        self.last_seen = now
-        if not scored:
-            # Only error verdicts: nothing was learned about the prompt, so the streaks stand.
-            return
-        self.last_pass_rate = passed / len(scored)
-        self.solved_streak = self.solved_streak + 1 if passed == len(scored) else 0
-        self.unsolved_streak = self.unsolved_streak + 1 if passed == 0 else 0
-        self.zero_variance_visits += zero_variance
-        self.zero_variance_streak = self.zero_variance_streak + 1 if zero_variance else 0
-
-    @property
-    def pass_rate(self) -> float | None:
-        scored = self.attempts - self.errors
-        return self.passes / scored if scored else None
-
-    def stat(self, prompt_id: str) -> PromptStat:
-        return PromptStat(
-            prompt_id=prompt_id,
-            visits=self.visits,
-            attempts=self.attempts,
-            passes=self.passes,
-            errors=self.errors,
-            pass_rate=self.pass_rate,
-            error_rate=self.errors / self.attempts if self.attempts else 0.0,
-            zero_variance_visits=self.zero_variance_visits,
-            solved_streak=self.solved_streak,
-            unsolved_streak=self.unsolved_streak,
-            zero_variance_streak=self.zero_variance_streak,
-            last_pass_rate=self.last_pass_rate,
-            first_seen=self.first_seen,
-            last_seen=self.last_seen,
-        )
-
-    def matches(self, kind: PromptFilter, last: int) -> bool:
-        if kind is PromptFilter.always_solved:
-            return self.solved_streak >= last
-        if kind is PromptFilter.never_solved:
-            return self.unsolved_streak >= last
-        if kind is PromptFilter.zero_variance:
-            return self.zero_variance_streak >= last
-        return True
-
-
-@dataclass(slots=True)
-class MinuteBucket:
-    verdicts: int = 0
-    errors: int = 0
-    passes: int = 0
-    score_sum: float = 0.0
-    max_ms: float = 0.0
-    latency: dict[int, int] = field(default_factory=dict)
-
-    def add(self, verdict: Verdict, threshold: float) -> None:
-        self.verdicts += 1
-        if verdict.status is VerdictStatus.error or verdict.score is None:
-            self.errors += 1
-        else:
-            self.score_sum += verdict.score
-            self.passes += verdict.score >= threshold
-        index = latency_bucket(verdict.duration_ms)
-        self.latency[index] = self.latency.get(index, 0) + 1
-        self.max_ms = max(self.max_ms, verdict.duration_ms)
-
-    def merge(self, other: MinuteBucket) -> None:
-        self.verdicts += other.verdicts
-        self.errors += other.errors
-        self.passes += other.passes
-        self.score_sum += other.score_sum
-        self.max_ms = max(self.max_ms, other.max_ms)
-        for index, count in other.latency.items():
-            self.latency[index] = self.latency.get(index, 0) + count
-
-    def view(self, minute: int) -> VerifierMinute:
-        scored = self.verdicts - self.errors
-        return VerifierMinute(
-            minute=minute,
-            verdicts=self.verdicts,
-            errors=self.errors,
-            pass_rate=self.passes / scored if scored else None,
-            mean_score=self.score_sum / scored if scored else None,
-            p50_ms=quantile_ms(self.latency, 0.5),
-            p99_ms=quantile_ms(self.latency, 0.99),
-        )
-
-
 PromptKey = tuple[str, str]  # (owner label, prompt_id)
-MinuteKey = tuple[str, int]  # (verifier name, minute)
+SeriesKey = tuple[str, str, str]  # (traffic, verifier name, name@version or "")
+MinuteKey = tuple[str, str, str, int]  # a series' minute
 
 
 @dataclass
@@ -186,13 +55,8 @@ class Dirty:
     prompts: list[tuple[PromptKey, PromptRecord]]
     evicted: list[PromptKey]
     minutes: list[tuple[MinuteKey, MinuteBucket]]
+    http: list[tuple[int, HttpBucket]]
     oldest_minute: int  # minutes before this one are outside the window
-
-
-def _copy_minute(bucket: MinuteBucket) -> MinuteBucket:
-    copy = MinuteBucket()
-    copy.merge(bucket)
-    return copy
 
 
 class Statistics:
@@ -216,10 +80,12 @@ class Statistics:
         # owner -> prompt_id -> record, least recently seen first; `_count` over all owners.
         self._prompts: dict[str, OrderedDict[str, PromptRecord]] = {}
         self._count = 0
-        self._verifiers: dict[str, dict[int, MinuteBucket]] = {}
+        self._series: dict[SeriesKey, dict[int, MinuteBucket]] = {}
+        self._http: dict[int, HttpBucket] = {}
         self._dirty_prompts: set[PromptKey] = set()
         self._evicted: set[PromptKey] = set()
         self._dirty_minutes: set[MinuteKey] = set()
+        self._dirty_http: set[int] = set()
 
     def _minute(self) -> int:
         """The start of the current minute (Unix time)."""
@@ -231,30 +97,65 @@ class Statistics:
 
     # ---- recording -----------------------------------------------------------------------
 
+    def _bucket(self, key: SeriesKey, minute: int) -> MinuteBucket | None:
+        """The series' bucket of `minute`, made if need be (lock held); None past the bound."""
+        minutes = self._series.get(key)
+        if minutes is None:
+            if len(self._series) >= self.max_verifiers:
+                return None  # the bound: a flood of one-off names must not grow memory
+            minutes = self._series[key] = {}
+        bucket = minutes.get(minute)
+        if bucket is None:
+            bucket = minutes[minute] = MinuteBucket()
+            self._expire(minutes, minute)
+        self._dirty_minutes.add((*key, minute))
+        return bucket
+
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
+        """One verdict of `verifier` (`verdict.verifier` is its `name@version`), counted as the
+        traffic its context says (`stats.traffic`)."""
+        minute = self._minute()
+        key = (current_traffic().value, verifier, verdict.verifier)
+        with self._lock:
+            bucket = self._bucket(key, minute)
+            if bucket is not None:
+                bucket.add(verdict, self.pass_threshold)
+
+    def observe_group(self, verifier: str, version: str, rewards: Sequence[float | None]) -> None:
+        """One scored group judged by `verifier` (`version`: its `name@version`, or "" when
+        unknown, as for a component of a weighted group)."""
+        zero_variance = is_zero_variance(rewards)
         minute = self._minute()
         with self._lock:
-            minutes = self._verifiers.get(verifier)
-            if minutes is None:
-                if len(self._verifiers) >= self.max_verifiers:
-                    return  # the bound: a flood of one-off names must not grow memory
-                minutes = self._verifiers[verifier] = {}
-            bucket = minutes.get(minute)
-            if bucket is None:
-                bucket = minutes[minute] = MinuteBucket()
-                self._expire(minutes, minute)
-            bucket.add(verdict, self.pass_threshold)
-            self._dirty_minutes.add((verifier, minute))
+            bucket = self._bucket((current_traffic().value, verifier, version), minute)
+            if bucket is not None:
+                bucket.add_group(zero_variance)
 
-    def _expire(self, minutes: dict[int, MinuteBucket], now_minute: int) -> None:
+    def observe_http(self, status: int) -> None:
+        """One HTTP answer of the API."""
+        minute = self._minute()
+        with self._lock:
+            bucket = self._http.get(minute)
+            if bucket is None:
+                bucket = self._http[minute] = HttpBucket()
+                self._expire(self._http, minute)
+            bucket.add(status)
+            self._dirty_http.add(minute)
+
+    def _expire(self, minutes: dict[int, MinuteBucket] | dict[int, HttpBucket], now_minute: int) -> None:
         oldest = now_minute - 60 * (self.window_minutes - 1)
         for minute in [m for m in minutes if m < oldest]:
             del minutes[minute]
 
     def record_visit(
-        self, owner: str, prompt_id: str, rewards: Sequence[float | None], zero_variance: bool
+        self,
+        owner: str,
+        prompt_id: str,
+        rewards: Sequence[float | None],
+        reasons: Sequence[str | None] = (),
     ) -> None:
-        """One scored group of `prompt_id` for `owner` (a caller's label: prompt ids are theirs)."""
+        """One scored group of `prompt_id` for `owner` (a caller's label: prompt ids are theirs);
+        `reasons`: its verdicts' reasons, one per reward."""
         key = (owner, prompt_id)
         now = self.clock()
         with self._lock:
@@ -263,7 +164,7 @@ class Statistics:
                 record = self._insert(key, PromptRecord())
             else:
                 self._prompts[owner].move_to_end(prompt_id)
-            record.visit(rewards, zero_variance, self.pass_threshold, now)
+            record.visit(rewards, self.pass_threshold, now, reasons)
             self._dirty_prompts.add(key)
 
     def _record(self, key: PromptKey) -> PromptRecord | None:
@@ -343,39 +244,49 @@ class Statistics:
             max_prompts_per_key=self.max_prompts_per_key,
         )
 
-    def verifier_page(self, minutes: int = 60) -> VerifierStatsPage:
-        # Never beyond the window kept (a verifier idle since keeps its expired minutes until
-        # its next verdict).
-        minutes = min(minutes, self.window_minutes)
-        oldest = self._oldest_minute(minutes)
-        stats = []
+    def prompt_detail(self, owner: str, prompt_id: str) -> PromptDetail | None:
+        """One of `owner`'s prompts with its recent visits and reasons; None if not tracked."""
         with self._lock:
-            window = {
-                name: sorted((m, b) for m, b in buckets.items() if m >= oldest)
-                for name, buckets in self._verifiers.items()
-            }
-            for name, rows in sorted(window.items()):
-                if not rows:
+            record = self._record((owner, prompt_id))
+            return None if record is None else record.detail(prompt_id)
+
+    def _window(self, minutes: int) -> tuple[int, int]:
+        """`minutes` bounded by the window kept, and its first minute."""
+        minutes = max(1, min(minutes, self.window_minutes))
+        return minutes, self._oldest_minute(minutes)
+
+    def verifier_page(
+        self, minutes: int = 60, step_minutes: int = 1, traffic: Traffic = Traffic.training
+    ) -> VerifierStatsPage:
+        """Each verifier of `traffic` over the last `minutes` (never beyond the window kept),
+        its series in steps of `step_minutes`, and its versions."""
+        minutes, oldest = self._window(minutes)
+        # name -> version -> (minute, bucket), copied under the lock, merged outside it.
+        found: dict[str, dict[str, list[tuple[int, MinuteBucket]]]] = {}
+        with self._lock:
+            for (kind, name, version), buckets in self._series.items():
+                if kind != traffic.value:
                     continue
-                total = MinuteBucket()
-                for _, bucket in rows:
-                    total.merge(bucket)
-                summary = total.view(oldest)
-                stats.append(
-                    VerifierStat(
-                        verifier=name,
-                        verdicts=total.verdicts,
-                        errors=total.errors,
-                        error_rate=total.errors / total.verdicts,
-                        pass_rate=summary.pass_rate,
-                        mean_score=summary.mean_score,
-                        p50_ms=summary.p50_ms,
-                        p99_ms=summary.p99_ms,
-                        max_ms=round(total.max_ms, 3),
-                        series=[bucket.view(minute) for minute, bucket in rows],
-                    )
-                )
-        return VerifierStatsPage(minutes=minutes, verifiers=stats)
+                # A series idle since keeps its expired minutes until its next entry.
+                rows = [(m, copy_bucket(b)) for m, b in buckets.items() if m >= oldest]
+                if rows:
+                    found.setdefault(name, {})[version] = rows
+        stats = [
+            stat
+            for name, versions in sorted(found.items())
+            if (stat := verifier_stats(name, versions, step_minutes)) is not None
+        ]
+        return VerifierStatsPage(minutes=minutes, step_minutes=step_minutes, traffic=traffic, verifiers=stats)
+
+    def http_page(self, minutes: int = 60, step_minutes: int = 1) -> HttpStat:
+        """The API's HTTP answers over the last `minutes`, in steps of `step_minutes`."""
+        minutes, oldest = self._window(minutes)
+        with self._lock:
+            rows = [(step_start(m, step_minutes), b) for m, b in self._http.items() if m >= oldest]
+            steps: dict[int, HttpBucket] = {}
+            for start, bucket in rows:
+                steps.setdefault(start, HttpBucket()).merge(bucket)
+        return http_stat(steps)
 
     def prompt_count(self, owner: str | None = None) -> int:
         """Records kept, over all owners or for `owner`."""
@@ -391,28 +302,32 @@ class Statistics:
                 (k, replace(record)) for k in self._dirty_prompts if (record := self._record(k)) is not None
             ]
             minutes = [
-                (k, _copy_minute(self._verifiers[k[0]][k[1]]))
+                (k, copy_bucket(self._series[k[:3]][k[3]]))
                 for k in self._dirty_minutes
-                if k[1] in self._verifiers.get(k[0], {})
+                if k[3] in self._series.get(k[:3], {})
             ]
+            http = [(m, replace(self._http[m])) for m in self._dirty_http if m in self._http]
             evicted = list(self._evicted)
             self._dirty_prompts.clear()
             self._dirty_minutes.clear()
+            self._dirty_http.clear()
             self._evicted.clear()
         oldest = self._oldest_minute(self.window_minutes)
-        return Dirty(prompts, evicted, minutes, oldest)
+        return Dirty(prompts, evicted, minutes, http, oldest)
 
     def restore_dirty(self, dirty: Dirty) -> None:
         """A flush failed: mark its records changed again, so the next flush writes them."""
         with self._lock:
             self._dirty_prompts.update(k for k, _ in dirty.prompts)
             self._dirty_minutes.update(k for k, _ in dirty.minutes)
+            self._dirty_http.update(m for m, _ in dirty.http)
             self._evicted.update(k for k in dirty.evicted if self._record(k) is None)
 
     def load(
         self,
         prompts: Iterable[tuple[PromptKey, PromptRecord]],
         minutes: Iterable[tuple[MinuteKey, MinuteBucket]],
+        http: Iterable[tuple[int, HttpBucket]] = (),
     ) -> None:
         """Records read back at start-up; `prompts` least recently seen first. The bounds apply
         as when they were recorded (records beyond them are marked evicted, so the next flush
@@ -425,12 +340,15 @@ class Statistics:
                     owned.move_to_end(key[1])
                 else:
                     self._insert(key, record)
-            for (name, minute), bucket in minutes:
+            for (kind, name, version, minute), bucket in minutes:
                 if minute < oldest:
                     continue
-                buckets = self._verifiers.get(name)
-                if buckets is None:
-                    if len(self._verifiers) >= self.max_verifiers:
+                series = self._series.get((kind, name, version))
+                if series is None:
+                    if len(self._series) >= self.max_verifiers:
                         continue
-                    buckets = self._verifiers[name] = {}
-                buckets.setdefault(minute, MinuteBucket()).merge(bucket)
+                    series = self._series[(kind, name, version)] = {}
+                series.setdefault(minute, MinuteBucket()).merge(bucket)
+            for minute, counts in http:
+                if minute >= oldest:
+                    self._http.setdefault(minute, HttpBucket()).merge(counts)
