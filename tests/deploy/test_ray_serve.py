@@ -317,5 +317,7 @@ async def test_verl_reward_functions_over_the_handle(cluster: Cluster, single: B
             for source, response, gold, info in zip(*args, infos, strict=True)
         )
     )
-    assert batch == expected and list(awaited) == expected
+    assert batch == expected
+    # The awaited form carries no group statistic (verl streams it trajectories one by one).
+    assert list(awaited) == [{k: v for k, v in r.items() if k != "referee/zero_variance"} for r in expected]  # type: ignore[union-attr]
     assert {round(r["score"]) for r in expected} == {0, 1}  # type: ignore[index]

@@ -10,11 +10,14 @@ name, nothing is pickled by value)::
 (the ``+``: verl 0.9.1's configuration has no `reward_kwargs` key, and Hydra refuses to set a
 missing key without it).
 
-Which function for which reward manager. verl 0.9.1's trainer scores through its reward loop
+Which function for which reward manager. verl 0.9.1's trainers score through the reward loop
 (`verl/experimental/reward_loop`, `reward.reward_manager.name`: `naive` by default, `dapo`,
-`gdpo`, `rate_limited`; `remote` takes only a plain function): one call per sample, all at
-once, a coroutine function awaited natively, a plain one run in a thread pool:
-- `compute_score_async`: each burst of concurrent calls goes out as ONE grouped request;
+`gdpo`, `rate_limited`; `remote` takes only a plain function), one call per sample, a
+coroutine function awaited natively, a plain one run in a thread pool. With a rule-based reward
+(no reward model: the default) the agent loop streams: each trajectory is scored as soon as it
+finishes. Otherwise each reward worker gets its share of the batch and scores it all at once.
+- `compute_score_async`: the calls in flight together go out as ONE grouped request (a worker's
+  whole share; when streaming, the trajectories that finish within milliseconds of each other);
 - `compute_score`: one request per sample.
 The managers of `verl/workers/reward_manager` (earlier verl trainers' interface, still shipped):
 - `NaiveRewardManager`, `DAPORewardManager`: `compute_score`, per sample;
@@ -58,19 +61,27 @@ Prompt ids (the service's per-prompt statistics), first match wins:
 3. a digest of ``extra_info["question"]`` or ``extra_info["prompt"]``;
 4. none (verl does not pass the prompt to a reward function).
 
-Zero-variance share. The batched and awaited forms add ``"referee/zero_variance"`` (1.0 when
-the sample's group had no reward spread, as the service computed it) to a ``return_dict``
-result; its mean over a batch is the share of samples in groups GRPO learns nothing from (the
-share of groups when every prompt has `n` samples). A group is the samples of one prompt that
-reach the adapter together: the whole batch for `compute_score_batch` and for the reward
-loop's batch scoring, but with verl's streaming reward (the agent loop scores each trajectory
-as it finishes) possibly part of a prompt's samples. The per-sample `compute_score` sends
-groups of one, always without spread, so it leaves the key out.
+Zero-variance share. The batched form adds ``"referee/zero_variance"`` (1.0 when the sample's
+group had no reward spread, as the service computed it) to a ``return_dict`` result: it sees
+the whole batch at once (verl's `BatchRewardManager`), so its mean over the batch is the share of
+samples in groups GRPO learns nothing from. The per-sample forms leave it out: verl 0.9.1's
+reward loop hands them one trajectory at a time as each agent loop finishes, on one of
+`reward.num_workers` actors picked at random, so a prompt's samples seldom reach one process
+together, and a flag computed over part of a group says "no spread" for almost every sample
+(measured: 0.95-0.99 against a true 0.39). Per group uid the share is the share of groups whose
+``score`` (``acc`` for a float result) has no spread: what DAPO's ``filter_groups`` computes.
+
+Multi-turn episodes. verl decodes a response with ``skip_special_tokens=True``, which drops the
+chat template's turn markers: an agent loop's episode then reaches these functions as one text
+whose assistant turns cannot be found, and is judged whole (a warning says so when verl's
+``extra_info["num_turns"]`` shows more than one exchange). The reward managers of
+`referee.trainer_adapter.verl_managers` keep the markers, so `turns` finds the turns.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,7 +89,7 @@ from referee.grouping import Sample, VerifierSpec, component_scores, group_sampl
 from referee.models import AdvantageConfig, JSONObject, VerdictStatus, VerifierComponent
 from referee.trainer_adapter import connections
 from referee.trainer_adapter.prompt_ids import as_prompt_id
-from referee.turns import Turns, select_turns
+from referee.turns import Turns, assistant_turns, select_turns
 
 __all__ = [
     "DATA_SOURCES",
@@ -160,7 +171,7 @@ def _result(
     spec: VerifierSpec,
     error_score: float,
     return_dict: bool,
-    with_zero_variance: bool = True,
+    with_zero_variance: bool = False,
 ) -> float | dict[str, float]:
     verdict = judged.verdict
     ok = verdict.status is VerdictStatus.ok and verdict.score is not None
@@ -178,7 +189,7 @@ def _result(
     for name in dict.fromkeys([*names, *parts]):
         part = parts.get(name, [None])[0]
         result[f"referee/{name}"] = float(part) if part is not None else error_score
-    if with_zero_variance:  # every sample gets it (verl reads the first sample's keys from all)
+    if with_zero_variance:  # every sample of the batch gets it (verl reads the first one's keys from all)
         result["referee/zero_variance"] = 1.0 if judged.zero_variance else 0.0
     return result
 
@@ -195,6 +206,7 @@ def _sample(
     """One verl sample as Referee judges it: its verifier (see the module docstring) and, for an
     agent loop's episode, its chosen assistant turn(s)."""
     name, opts = resolve_verifier(data_source, info, verifier, options)
+    _warn_if_turns_were_decoded_away(solution, info)
     return Sample(
         response=select_turns(solution, turns),
         reference=truth,
@@ -202,6 +214,24 @@ def _sample(
         options=opts,
         prompt_id=resolve_prompt_id(data_source, info),
     )
+
+
+def _warn_if_turns_were_decoded_away(solution: str, info: dict[str, Any] | None) -> None:
+    """verl counts an episode's turns (user, assistant and tool messages, the prompt's included)
+    in ``extra_info["num_turns"]``: above 2 the response holds several assistant turns, and a
+    text with no turn markers lost them to verl's ``skip_special_tokens=True``."""
+    try:
+        num_turns = int((info or {}).get("num_turns") or 0)
+    except (TypeError, ValueError):
+        return
+    if num_turns > 2 and assistant_turns(solution) == [solution]:
+        warnings.warn(
+            f"a {num_turns}-turn episode reached Referee without its chat template's turn markers "
+            "(verl decodes with skip_special_tokens=True), so it is judged whole: use a reward "
+            "manager of referee.trainer_adapter.verl_managers",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _score_batch(
@@ -235,7 +265,8 @@ def compute_score_batch(
     retries: int | None = None,
     **_: Any,
 ) -> list[float | dict[str, float]]:
-    """Batched form (verl's BatchRewardManager): one `/v1/groups` request for the whole batch."""
+    """Batched form (verl's BatchRewardManager): one `/v1/groups` request for the whole batch;
+    with `return_dict`, each sample's `referee/zero_variance` (the batch holds whole groups)."""
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     samples = [
         _sample(source, solution, truth, info, verifier, options, turns)
@@ -244,7 +275,10 @@ def compute_score_batch(
         )
     ]
     outcomes = _score_batch(samples, url, api_key, connections.Patience(patience_s, retries))
-    return [_result(o, s.verifier, error_score, return_dict) for o, s in zip(outcomes, samples, strict=True)]
+    return [
+        _result(o, s.verifier, error_score, return_dict, with_zero_variance=True)
+        for o, s in zip(outcomes, samples, strict=True)
+    ]
 
 
 def compute_score(
@@ -268,7 +302,7 @@ def compute_score(
     one, so its result has no `referee/zero_variance` key (a lone sample never has spread)."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
     [outcome] = _score_batch([sample], url, api_key, connections.Patience(patience_s, retries))
-    return _result(outcome, sample.verifier, error_score, return_dict, with_zero_variance=False)
+    return _result(outcome, sample.verifier, error_score, return_dict)
 
 
 async def compute_score_async(
@@ -289,7 +323,8 @@ async def compute_score_async(
     **_: Any,
 ) -> float | dict[str, float]:
     """Per-sample, awaited (verl's reward loop awaits a coroutine function natively, one call per
-    sample, all at once): the concurrent calls of a step are sent as one grouped request."""
+    sample): concurrent calls are sent as one grouped request. No `referee/zero_variance`: the
+    calls that arrive together are seldom a whole group (see the module docstring)."""
     sample = _sample(data_source, solution_str, ground_truth, extra_info, verifier, options, turns)
     patience = connections.Patience(patience_s, retries)
     outcome = await connections.batcher(*_service(url, api_key), patience).judge(sample)
