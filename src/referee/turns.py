@@ -36,14 +36,21 @@ def content_text(content: Any) -> str:
     return ""
 
 
+def assistant_turn_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each assistant turn's text in a chat-templated string, in order (a turn
+    left open at the end of `text` runs to its end); [] when `text` has no turn markers."""
+    for pattern in _TEMPLATES:
+        spans = [m.span("text") for m in pattern.finditer(text)]
+        if spans:
+            return spans
+    return []
+
+
 def assistant_turns(conversation: Any) -> list[str]:
     """The assistant turns of a message list, a single message, or a (templated) string."""
     if isinstance(conversation, str):
-        for pattern in _TEMPLATES:
-            found = [m.group("text") for m in pattern.finditer(conversation)]
-            if found:
-                return found
-        return [conversation]
+        spans = assistant_turn_spans(conversation)
+        return [conversation[start:end] for start, end in spans] if spans else [conversation]
     if isinstance(conversation, dict):
         return [content_text(conversation.get("content"))]
     if isinstance(conversation, Sequence):
@@ -57,7 +64,11 @@ def assistant_turns(conversation: Any) -> list[str]:
 
 def select_turns(conversation: Any, turns: Turns = "last") -> str:
     """The text to judge (see the module docstring); "" when the turn does not exist."""
-    found = assistant_turns(conversation)
+    return pick_turns(assistant_turns(conversation), turns)
+
+
+def pick_turns(found: list[str], turns: Turns = "last") -> str:
+    """The chosen turn(s) among the assistant turns `found` (see the module docstring)."""
     if not found:
         return ""
     if turns == "last":

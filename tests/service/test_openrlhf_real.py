@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
@@ -34,9 +35,9 @@ openrlhf = pytest.importorskip(
 )
 
 from openrlhf.trainer.ppo_utils.experience import Experience, split_experience_batch  # noqa: E402
-from openrlhf.utils.agent import SingleTurnAgentExecutor  # noqa: E402
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor, SingleTurnAgentExecutor  # noqa: E402
 
-from tests.support.tokenizers import EOS, printable_tokenizer  # noqa: E402
+from tests.support.tokenizers import EOS, PAD, PRINTABLE, char_tokenizer, printable_tokenizer  # noqa: E402
 
 
 @dataclass
@@ -184,3 +185,92 @@ async def test_a_bad_label_without_on_error_zero_leaves_openrlhf_without_a_rewar
     assert [o["reward"] for o in outputs] == [[1.0], None]
     with pytest.raises((TypeError, AttributeError, ValueError)):
         split_experience_batch(Experience.concat_experiences([to_experience(o) for o in outputs], 0))
+
+
+def chatml_tokenizer() -> Any:
+    """printable_tokenizer with newlines and ChatML's `<|im_start|>` as a special token."""
+    tokenizer = char_tokenizer(PRINTABLE + "\n", PAD, EOS)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    return tokenizer
+
+
+@dataclass
+class EpisodeEngine:
+    """vllm's engine over a scripted episode: the i-th call answers `turns[i]` + EOS; like vllm
+    (`skip_special_tokens=True` by default) its `.text` leaves the EOS text out."""
+
+    tokenizer: Any
+    turns: list[str]
+    calls: int = 0
+
+    async def generate(
+        self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None
+    ) -> Any:
+        text, self.calls = self.turns[self.calls], self.calls + 1
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+        output = SimpleNamespace(
+            token_ids=ids,
+            text=self.tokenizer.decode(ids, skip_special_tokens=True),
+            finish_reason="stop",
+            logprobs=None,
+        )
+        return SimpleNamespace(outputs=[output])
+
+
+TOOL_FEEDBACK = (
+    "<|im_end|>\n<|im_start|>user\n<tool_response>42</tool_response><|im_end|>\n<|im_start|>assistant\n"
+)
+
+
+def tool_agent(url: str) -> type[AgentInstanceBase]:
+    """An `--train.agent_func_path` agent whose environment answers a tool call (as the gem
+    example in OpenRLHF's repo does: feedback in the chat template) and, once the policy
+    answers, asks Referee for the episode's reward: the query as OpenRLHF's executor built it
+    (observation + action), the prompt as the episode began."""
+
+    class ToolAgent(AgentInstanceBase):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.prompt = ""
+
+        async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            self.prompt = states["observation"]
+            return {"observation": states["observation"]}
+
+        async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            if "<tool_call>" in states["action_text"]:
+                return {"rewards": torch.tensor(0.0), "environment_feedback": TOOL_FEEDBACK, "done": False}
+            request = {
+                "query": [states["observation_text"] + states["action_text"]],
+                "prompts": [self.prompt],
+                "labels": [states["label"]],
+            }
+            async with httpx.AsyncClient(timeout=60) as client:
+                answer = await client.post(url, json=request)
+            answer.raise_for_status()
+            reward = answer.json()["rewards"][0]
+            return {"rewards": torch.tensor(reward), "environment_feedback": "", "done": True}
+
+    return ToolAgent
+
+
+@pytest.mark.parametrize(
+    ("turns", "label"),
+    [
+        ("last", "42"),
+        ("0", "<tool_call>mul(6, 7)</tool_call>"),  # the first turn: right after the prompt
+        ("all", "<tool_call>mul(6, 7)</tool_call> 42"),  # joined; exact collapses the blank line
+    ],
+)
+async def test_multi_turn_agent_episode_is_judged_on_the_chosen_turns(
+    referee_url: str, turns: str, label: str
+) -> None:
+    """OpenRLHF's `MultiTurnAgentExecutor` runs a tool-use episode; the agent posts the whole
+    episode to the route. The prompt (chat template applied) ends with the assistant header, so
+    the first turn follows it unmarked: `turns=0` and `turns=all` must still see it."""
+    tokenizer = chatml_tokenizer()
+    prompt = "<|im_start|>user\nWhat is 6*7? Use the tool.<|im_end|>\n<|im_start|>assistant\n"
+    engine = EpisodeEngine(tokenizer, ["<tool_call>mul(6, 7)</tool_call>", "42"])
+    executor = MultiTurnAgentExecutor(tool_agent(f"{referee_url}/v1/openrlhf/reward?turns={turns}"))
+    episode = await executor.execute(prompt, label, SamplingParams(), 512, tokenizer, engine)
+    assert engine.calls == 2 and len(episode["action_ranges"]) == 2
+    assert episode["reward"] == 1.0

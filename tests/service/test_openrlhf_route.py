@@ -63,7 +63,9 @@ def test_openrlhf_end_of_sequence_text_is_stripped(server: BackgroundServer) -> 
     exact = {**payload, "query": [prompt + "42" + tail for tail in tails]}
     assert httpx.post(url, json=exact).json()["rewards"] == [1.0] * len(tails)
     kept = httpx.post(url, params={"strip_eos": "false"}, json=exact).json()["rewards"]
-    assert kept == [0.0] * len(tails)
+    # <|im_end|> closes the ChatML turn the prompt opened, so it is never part of the turn's
+    # text (nor what follows it); the other markers stay unless stripped.
+    assert kept == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 
 def test_strip_trailing_eos_only_strips_markers_at_the_end() -> None:
@@ -73,3 +75,22 @@ def test_strip_trailing_eos_only_strips_markers_at_the_end() -> None:
     assert strip_trailing_eos("x\n<|im_end|>\n") == "x\n"
     assert strip_trailing_eos("  ") == "  "
     assert strip_trailing_eos("y" + "<pad>" * 100_000) == "y"  # one linear pass
+
+
+def test_a_sample_without_a_label_is_judged_without_a_reference(server: BackgroundServer) -> None:
+    """`labels` is optional: without it (or with the "" OpenRLHF sends when --data.label_key is
+    not set) a reference-free verifier judges the sample; one that needs a reference refuses it
+    saying which label is missing, never a silent 0 against an empty reference."""
+    url = f"{server.url}/v1/openrlhf/reward"
+    formatted = {"query": ["Q:<think>a</think><answer>42</answer>", "Q:42"], "prompts": ["Q:", "Q:"]}
+    r = httpx.post(url, params={"verifier": "format.think_answer"}, json=formatted)
+    assert r.status_code == 200, r.text
+    assert r.json()["rewards"] == [1.0, 0.0]
+    no_labels = {"query": ["Q:42"], "prompts": ["Q:"]}
+    for body in (no_labels, {**no_labels, "labels": [""]}, {**no_labels, "labels": [None]}):
+        r = httpx.post(url, json=body)
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"][0]["loc"] == ["body", "labels", 0]
+        assert "no label" in r.json()["message"] and "--data.label_key" in r.json()["message"]
+        zero = httpx.post(url, params={"on_error": "zero"}, json=body).json()
+        assert zero["rewards"] == [0.0] and zero["extra_logs"]["referee_error"] == [1.0]

@@ -32,7 +32,16 @@ class OpenRLHFRequest(BaseModel):
 
     query: list[str]
     prompts: list[str] | None = Field(default=None, description="One per query (as many entries).")
-    labels: list[Any] | None = Field(default=None, description="One per query (as many entries).")
+    labels: list[Any] | None = Field(
+        default=None,
+        description=(
+            "One per query (as many entries): the reference, judged by `?verifier=`, or a JSON object "
+            'string {"verifier", "reference", "options"}. Optional: a sample without a label (labels '
+            'omitted, null or "", which OpenRLHF sends without --data.label_key) is judged by '
+            "`?verifier=` with no reference, which a reference-free verifier (format.*) accepts and any "
+            "other refuses (422, or referee_error with on_error=zero)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _same_lengths(self) -> OpenRLHFRequest:

@@ -1,25 +1,30 @@
-"""OpenRLHF's remote reward protocol (``--remote_rm_url``), served at ``POST /v1/openrlhf/reward``.
+"""OpenRLHF's remote reward protocol (``--reward.remote_url``), served at ``POST /v1/openrlhf/reward``.
 
-OpenRLHF POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one entry per sample;
-`query` is prompt + response as one string) and reads ``{"rewards": [...], "scores": [...],
-"extra_logs": {...}}``. This is a wire protocol of the service (OpenRLHF speaks HTTP, not
-our client), so it lives here and scores in process.
+OpenRLHF (0.11) POSTs ``{"query": [...], "prompts": [...], "labels": [...]}`` (one entry per
+sample; `query` is prompt + response decoded as one string, special tokens kept) and reads
+``{"rewards": [...], "scores": [...], "extra_logs": {...}}``. This is a wire protocol of the
+service (OpenRLHF speaks HTTP, not our client), so it lives here and scores in process.
 
-Label encoding (``--label_key`` names the dataset column OpenRLHF sends as `labels`):
+Label encoding (``--data.label_key`` names the dataset column OpenRLHF sends as `labels`):
 - a JSON object string ``{"verifier": "math", "reference": "\\frac{1}{2}", "options": {...}}``
   (`options` optional; `verifier` may also be a list of weighted components), or
-- any other string: the reference itself, judged by the default verifier given as the query
-  parameter ``?verifier=NAME`` (``exact`` if absent). "42" stays the string "42".
+- any other value: the reference itself, judged by the default verifier given as the query
+  parameter ``?verifier=NAME`` (``exact`` if absent). "42" stays the string "42";
+- no label (`labels` omitted, or ``null`` / ``""``, which OpenRLHF sends for every sample when
+  ``--data.label_key`` is not set): ``?verifier=`` with no reference, which a reference-free
+  verifier (``format.*``) judges and any other refuses as sent wrong, saying so.
 
-The response is ``query[len(prompt):]`` when the query starts with its prompt, else the whole
-query. OpenRLHF decodes without skipping special tokens, so the end-of-sequence text is still
-attached (``<|im_end|>``, ``<|endoftext|>``, ``</s>``, ``<eos>``, ``<|eot_id|>``, ... and
-padding): by default every trailing marker in `EOS_MARKERS` is stripped (``?strip_eos=false``
-keeps the text as sent). A multi-turn episode (ChatML or Llama 3 turns in the response) is
-judged on its last assistant turn; ``?turns=all`` joins every assistant turn, ``?turns=k``
-takes the k-th (see `referee.turns`). OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a verdict
-(`status: "error"`) reward `error_reward` (0.0) and counts it in ``extra_logs["referee_error"]``
-(per-sample 0/1 lists); the route then refuses such a batch with 503 unless ``?on_error=zero``.
+The response is the part of `query` after its prompt (the whole query when it does not start
+with its prompt). OpenRLHF decodes without skipping special tokens, so the end-of-sequence text
+is still attached (``<|im_end|>``, ``<|endoftext|>``, ``</s>``, ``<eos>``, ``<|eot_id|>``, ...
+and padding): by default every trailing marker in `EOS_MARKERS` is stripped (``?strip_eos=false``
+keeps the text as sent). A multi-turn episode (ChatML or Llama 3 turns; an agent of
+``--train.agent_func_path`` that posts its episode here) is judged on its last assistant turn;
+``?turns=all`` joins every assistant turn, ``?turns=k`` takes the k-th (`response_turns`,
+`referee.turns`). OpenRLHF cannot mask a sample, so `openrlhf_rewards` gives one without a
+verdict (`status: "error"`) reward `error_reward` (0.0) and counts it in
+``extra_logs["referee_error"]`` (per-sample 0/1 lists); the route then refuses such a batch with
+503 unless ``?on_error=zero``.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from referee.models import (
     VerdictStatus,
     VerifierComponent,
 )
-from referee.turns import Turns, select_turns
+from referee.turns import Turns, assistant_turn_spans, pick_turns
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
 
@@ -72,6 +77,8 @@ EOS_MARKERS = (
 def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, JSONObject]:
     """(verifier, reference, options) from one label; see the module docstring for the encoding.
     Raises ValueError for a label that names a verifier but cannot be used as sent."""
+    if is_missing(label):
+        return default_verifier, None, {}
     parsed: Any = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
         try:
@@ -96,6 +103,11 @@ def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, 
     return default_verifier, label, {}
 
 
+def is_missing(label: Any) -> bool:
+    """No label: OpenRLHF sends "" for every sample when `--data.label_key` is not set."""
+    return label is None or label == ""
+
+
 def strip_trailing_eos(text: str) -> str:
     """`text` without the end-of-sequence/padding markers (and the whitespace between them) at
     its end; unchanged if it ends with none. Linear: a long tail of padding is one pass."""
@@ -110,10 +122,23 @@ def strip_trailing_eos(text: str) -> str:
         end = cut - len(marker)
 
 
+def response_turns(query: str, prompt: str | None) -> list[str]:
+    """The assistant turns of the response part of `query` (an agent loop's episode may hold
+    several; plain text is one).
+
+    OpenRLHF's query is the decoded prompt + response. With a chat template the prompt ends
+    with the assistant header of the turn the policy then writes (`add_generation_prompt`),
+    so the response's first turn carries no marker of its own: turns are found in the whole
+    query and kept where they lie in the response (clipped to it), so the first one counts
+    and the conversation history in the prompt does not. A query that does not start with its
+    prompt (OpenRLHF cut a prompt longer than its budget from the left) is judged whole."""
+    start = len(prompt) if prompt and query.startswith(prompt) else 0
+    turns = [query[max(a, start) : b] for a, b in assistant_turn_spans(query) if b >= start]
+    return turns or [query[start:]]
+
+
 def _response_text(query: str, prompt: str | None, strip_eos: bool, turns: Turns) -> str:
-    if prompt and query.startswith(prompt):
-        query = query[len(prompt) :]
-    text = select_turns(query, turns)  # an agent loop's episode: its chosen assistant turn(s)
+    text = pick_turns(response_turns(query, prompt), turns)
     return strip_trailing_eos(text) if strip_eos else text
 
 
@@ -175,7 +200,20 @@ async def openrlhf_verdicts(
     specs, where = group_samples(samples)
     scored = iter(scatter_verdicts(await score_groups(specs), where) if specs else [])
     done = [verdict if verdict is not None else next(scored) for verdict in verdicts]
+    done = [
+        _needs_a_label(v, default_verifier) if is_missing(label) and is_invalid(v) else v
+        for v, label in zip(done, labels, strict=True)
+    ]
     return [_with_every_component(v, _component_names(label)) for v, label in zip(done, labels, strict=True)]
+
+
+def _needs_a_label(verdict: Verdict, verifier: str) -> Verdict:
+    """The refusal of a sample without a label, saying what is missing and where it comes from."""
+    why = (verdict.reason or "").removeprefix("invalid input: ")
+    return _invalid_label(
+        f"no label, and `{verifier}` needs a reference ({why}): send `labels` "
+        "(OpenRLHF: --data.label_key COLUMN) or a verifier that needs none (?verifier=format.think_answer)"
+    )
 
 
 def _component_names(label: Any) -> list[str]:

@@ -152,17 +152,20 @@ async def openrlhf_reward(
     strip_eos: bool = True,
     turns: str = Query("last", pattern=r"^(last|all|-?\d{1,4})$"),
 ) -> OpenRLHFResponse:
-    """OpenRLHF's remote reward protocol (`--remote_rm_url .../v1/openrlhf/reward`).
+    """OpenRLHF's remote reward protocol (`--reward.remote_url '.../v1/openrlhf/reward?...'`).
 
-    Each label is a JSON object string `{"verifier", "reference", "options"?}`, or a plain
-    reference judged by `?verifier=`. OpenRLHF needs a number for every sample, so a batch with
+    Each label (the dataset column `--data.label_key` names) is a JSON object string
+    `{"verifier", "reference", "options"?}`, or a plain reference judged by `?verifier=`; a
+    sample without one (`labels` omitted, null or "") is judged by `?verifier=` with no
+    reference, which only a reference-free verifier (`format.*`) accepts. OpenRLHF needs a number for every sample, so a batch with
     a sample that has no verdict is refused with 503 (OpenRLHF retries) unless `on_error=zero`
     is asked for, which reports those samples in `extra_logs.referee_error`; when every such
     sample was sent wrong (a label, reference or verifier name that cannot be used) the batch
     is refused with 422 instead, since a retry would fail the same way. The
     end-of-sequence text OpenRLHF leaves on each response (`<|im_end|>`, `</s>`, ...) is
     stripped unless `strip_eos=false`. In a multi-turn episode the last assistant turn is
-    judged (`turns=all`: all of them joined; `turns=k`: the k-th).
+    judged (`turns=all`: all of them joined; `turns=k`: the k-th; the first is the one the
+    prompt's trailing assistant header opened).
     """
 
     async def score_groups(specs: list[GroupSpec]) -> list[GroupResult]:
