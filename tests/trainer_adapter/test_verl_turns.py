@@ -162,6 +162,23 @@ def test_turn_marked_tokenizer_keeps_markers_only_for_multi_turn_responses(chatm
     assert plain.template is None and plain.decode([2, 3], skip_special_tokens=True) == "ab"
 
 
+def test_turn_marked_tokenizer_with_llama3_headers() -> None:
+    from referee.turns import select_turns
+
+    tokenizer = printable_tokenizer()
+    tokenizer.add_tokens(["\n"])
+    tokenizer.add_special_tokens(
+        {"additional_special_tokens": ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]}
+    )
+    response = (
+        f"{TOOL_CALL}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n41<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n42<|eot_id|><|endoftext|>"
+    )
+    ids = tokenizer.encode(response, add_special_tokens=False)
+    decoded = TurnMarkedTokenizer(tokenizer).decode(ids, skip_special_tokens=True)
+    assert (select_turns(decoded), select_turns(decoded, 0)) == ("42", TOOL_CALL)
+
+
 @pytest.mark.parametrize(
     ("manager", "function"),
     [("naive", "compute_score_async"), ("naive", "compute_score"), ("dapo", "compute_score_async")],
