@@ -104,7 +104,8 @@ def test_trl_reward_sends_the_datasets_ids_and_logs_the_services_zero_variance_s
     assert set(records) == {"17", "row-18"}
     assert (records["17"].visits, records["17"].attempts, records["17"].solved_streak) == (2, 8, 2)
     assert (records["row-18"].visits, records["row-18"].passes, records["row-18"].solved_streak) == (2, 6, 0)
-    assert metrics["referee/zero_variance_fraction"] == reward.last_zero_variance_share == 0.5
+    assert metrics["referee/zero_variance_share"] == reward.last_zero_variance_share == 0.5
+    assert metrics["referee/zero_variance_fraction"] == 0.5  # the name of 0.1, for one release
     assert page.zero_variance_share == 0.5
 
 
@@ -143,32 +144,11 @@ async def test_trl_ids_default_to_a_digest_of_the_prompt(server: BackgroundServe
         named.close()
 
 
-@pytest.mark.slow
-def test_real_grpo_trainer_sends_row_ids_and_logs_what_the_service_counted(
-    server: BackgroundServer, key: str, tiny_hf_model_dir: Path, tmp_path: Path
-) -> None:
-    """TRL 1.16's `GRPOTrainer._calculate_rewards` hands every dataset column (here `prompt_id`)
-    to the reward function once per completion. Two steps of 2 prompts x 4 completions: four
-    visits of four completions each reach the service under the dataset's ids, and the share of
-    zero-variance groups logged per step agrees with TRL's own `frac_reward_zero_std` and, over
-    the run, with the service's."""
-    pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")
-    from datasets import Dataset
+def two_step_grpo_trainer(model_dir: Path, tmp_path: Path, dataset: Any, reward_funcs: list[Any]) -> Any:
+    """TRL's `GRPOTrainer` on the tiny model: 2 steps of 2 prompts x 4 completions, on CPU."""
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    pairs = [(a, b) for a in range(10, 14) for b in range(10, 12)]
-    ids = [f"add-{a}-{b}" for a, b in pairs]
-    dataset = Dataset.from_dict(
-        {
-            "prompt": [f"{a}+{b}=" for a, b in pairs],
-            "answer": [str(a + b)[::-1] for a, b in pairs],
-            "prompt_id": ids,
-        }
-    )
-    reward = RefereeReward(
-        server.url, api_key=key, verifier="exact", reference_column="answer", name="referee"
-    )
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
         num_generations=4,
@@ -185,25 +165,83 @@ def test_real_grpo_trainer_sends_row_ids_and_logs_what_the_service_counted(
         disable_dropout=True,
         gradient_checkpointing=False,
     )
-    trainer = GRPOTrainer(
-        model=str(tiny_hf_model_dir),
-        reward_funcs=[reward],
+    return GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=reward_funcs,
         args=args,
         train_dataset=dataset,
-        processing_class=AutoTokenizer.from_pretrained(tiny_hf_model_dir),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
     )
+
+
+@pytest.mark.slow
+def test_real_grpo_trainer_sends_row_ids_and_logs_what_the_service_counted(
+    server: BackgroundServer, key: str, tiny_hf_model_dir: Path, tmp_path: Path
+) -> None:
+    """TRL 1.16's `GRPOTrainer._calculate_rewards` hands every dataset column (here `prompt_id`)
+    to the reward function once per completion. Two steps of 2 prompts x 4 completions: four
+    visits of four completions each reach the service under the dataset's ids, and the share of
+    zero-variance groups logged per step agrees with TRL's own `frac_reward_zero_std` and, over
+    the run, with the service's."""
+    pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")
+    from datasets import Dataset
+
+    pairs = [(a, b) for a in range(10, 14) for b in range(10, 12)]
+    ids = [f"add-{a}-{b}" for a, b in pairs]
+    dataset = Dataset.from_dict(
+        {
+            "prompt": [f"{a}+{b}=" for a, b in pairs],
+            "answer": [str(a + b)[::-1] for a, b in pairs],
+            "prompt_id": ids,
+        }
+    )
+    reward = RefereeReward(
+        server.url, api_key=key, verifier="exact", reference_column="answer", name="referee"
+    )
+    trainer = two_step_grpo_trainer(tiny_hf_model_dir, tmp_path, dataset, [reward])
     trainer.train()
     reward.close()
 
     page = stats(server, key)
     assert set(by_id(page)) <= set(ids) and page.visits == 4
     assert all(p.attempts == 4 * p.visits for p in page.prompts)
-    logs = [entry for entry in trainer.state.log_history if "referee/zero_variance_fraction" in entry]
+    logs = [entry for entry in trainer.state.log_history if "referee/zero_variance_share" in entry]
     assert len(logs) == 2
     for entry in logs:
-        assert entry["referee/zero_variance_fraction"] == pytest.approx(entry["frac_reward_zero_std"])
-    mean = sum(entry["referee/zero_variance_fraction"] for entry in logs) / 2
+        assert entry["referee/zero_variance_share"] == pytest.approx(entry["frac_reward_zero_std"])
+        # The name of 0.1, kept for one release.
+        assert entry["referee/zero_variance_fraction"] == entry["referee/zero_variance_share"]
+    mean = sum(entry["referee/zero_variance_share"] for entry in logs) / 2
     assert page.zero_variance_share == pytest.approx(mean)
+
+
+@pytest.mark.slow
+def test_with_a_second_reward_function_trl_and_referee_count_zero_variance_apart(
+    server: BackgroundServer, key: str, tiny_hf_model_dir: Path, tmp_path: Path
+) -> None:
+    """TRL's `frac_reward_zero_std` is over the weighted sum of every reward function; Referee's
+    `referee/zero_variance_share` over its own reward (what docs/training.md says). Referee's
+    reward here cannot tell any completion apart (regex `.*`), a second function gives every
+    completion a different reward: TRL sees spread everywhere, Referee none."""
+    pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")
+    from datasets import Dataset
+
+    dataset = Dataset.from_dict({"prompt": [f"{a}+1=" for a in range(10, 18)], "answer": [".*"] * 8})
+    reward = RefereeReward(
+        server.url, api_key=key, verifier="regex", reference_column="answer", name="referee"
+    )
+    draws = itertools.count()
+
+    def distinct(completions: list[Any], **kwargs: Any) -> list[float]:
+        return [float(next(draws)) for _ in completions]
+
+    trainer = two_step_grpo_trainer(tiny_hf_model_dir, tmp_path, dataset, [reward, distinct])
+    trainer.train()
+    reward.close()
+    logs = [entry for entry in trainer.state.log_history if "frac_reward_zero_std" in entry]
+    assert len(logs) == 2
+    assert [entry["referee/zero_variance_share"] for entry in logs] == [1.0, 1.0]
+    assert [entry["frac_reward_zero_std"] for entry in logs] == [0.0, 0.0]
 
 
 # --- verl -----------------------------------------------------------------------------------------

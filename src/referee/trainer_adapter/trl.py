@@ -21,8 +21,9 @@ columns of the completions table, with the verdict's reason).
 Each group carries a `prompt_id` for the service's per-prompt statistics: the row's value in
 the `prompt_id_column` (by default a column named "prompt_id", when the dataset has one), else
 a digest of the prompt. The share of groups without reward spread goes to TRL's logs as
-`referee/zero_variance_fraction` (TRL averages it over the logging steps) and stays readable
-as `last_zero_variance_share`.
+`referee/zero_variance_share` (TRL averages it over the logging steps) and stays readable as
+`last_zero_variance_share`. It is not TRL's `frac_reward_zero_std`, which is taken over the
+weighted sum of ALL reward functions (see `ZERO_VARIANCE_METRIC`).
 
 Each call is one `/v1/groups` call (sent as concurrent chunks when the batch is larger than a
 request may be): completions of the same prompt and reference form a group, so the service
@@ -56,6 +57,20 @@ from referee.turns import Turns, select_turns
 _TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric", "environments")
 # The column a dataset's own prompt ids are read from when `prompt_id_column` is not given.
 DEFAULT_PROMPT_ID_COLUMN = "prompt_id"
+# The share of the groups this reward function scored in a call whose Referee reward has no
+# spread, as the service counts it (its statistics' zero_variance_share; a group with fewer
+# than two verdicts counts). TRL's own `frac_reward_zero_std` (trl 1.16,
+# GRPOTrainer._generate_and_score_completions) is the share of completions whose group's
+# weighted SUM of every reward function has no spread (the whole batch's spread with
+# scale_rewards="batch" or normalize_then_sum), over the batch gathered from all processes, a
+# group with fewer than two rewards not counted. They agree only when Referee is the one reward
+# function, scale_rewards is "group" (the default), every process holds whole groups and every
+# group has two verdicts or more. A second reward function (format, length) gives spread to
+# groups Referee's reward cannot tell apart: TRL no longer counts them, this share still does
+# (GRPO learns nothing there from Referee's part of the reward).
+ZERO_VARIANCE_METRIC = "referee/zero_variance_share"
+# Its name in Referee 0.1, logged as well (same value) until the next release drops it.
+DEPRECATED_ZERO_VARIANCE_METRIC = "referee/zero_variance_fraction"
 
 
 def completion_text(completion: Any, turns: Turns = "last") -> str:
@@ -175,7 +190,8 @@ class _RefereeRewardBase:
             log_metric("referee/error_fraction", sum(r is None for r in rewards) / len(rewards))
             log_metric("referee/request_seconds", seconds)
             if zero is not None:
-                log_metric("referee/zero_variance_fraction", zero)
+                log_metric(ZERO_VARIANCE_METRIC, zero)
+                log_metric(DEPRECATED_ZERO_VARIANCE_METRIC, zero)
             for name, scores in columns.items():
                 valid = [s for s in scores if s is not None]
                 if valid:
