@@ -2,8 +2,9 @@
 Chart.js, data fragments refreshed by htmx. Both libraries are vendored under `static/vendor/`
 (`scripts/vendor-ui.sh`): the service needs no network to serve them.
 
-Pages: `/ui` (verifier activity over the last hour, the caller's prompt difficulty and
-zero-variance share), `/ui/verifiers` (installed verifiers, registered types with their
+Pages: `/ui` (verifier activity over a picked range, 15 min to 24 h; mean reward,
+zero-variance share; the caller's prompt difficulty and solved / unsolved prompts; the health
+panel), `/ui/prompts/{id}` (one prompt's history), `/ui/verifiers` (installed verifiers, registered types with their
 versions), `/ui/audits` (audit jobs, their reports, a cancel button on a running one). The
 audits are those `/v1/audits` shows the same key (`routes_audits.Caller`: its own, an admin
 key's every one); another key's report is 404 here as there.
@@ -36,14 +37,15 @@ from starlette.templating import Jinja2Templates
 
 from referee.audit import AuditReport, audit_html, audit_markdown
 from referee.errors import DomainError, ErrorKind
-from referee.runtime import BackgroundJobs, DashboardLogins, SessionIdentity, client_of
+from referee.runtime import BackgroundJobs, DashboardLogins, Runtime, SessionIdentity, client_of
 from referee.service.auth import Auth, AuthError, Role
 from referee.service.deps import AuditJobsDep, AuthDep, CatalogDep, RuntimeDep, StatsDep
 from referee.service.routes_audits import AuditJob, Caller, cancel_visible, visible_job, visible_jobs
-from referee.service.routes_stats import owner_label
+from referee.service.routes_stats import health_page, owner_label
 from referee.service.same_origin import require_same_origin
 from referee.service.security_headers import HEADERS, REPORT_HEADERS
-from referee.service.ui_data import audit_rows, overview, verifier_rows
+from referee.service.ui_data import RANGES, audit_rows, chosen_range, overview, prompt_view, verifier_rows
+from referee.stats import Statistics
 
 log = structlog.get_logger(__name__)
 
@@ -191,11 +193,41 @@ def _render(
 # ---- pages ----------------------------------------------------------------------------------
 
 
+def _overview(
+    runtime: Runtime, stats: Statistics | None, viewer: Viewer, minutes: int | None
+) -> dict[str, Any]:
+    """The overview's context for the picked range (`GET /v1/stats/...`'s figures)."""
+    window = chosen_range(minutes)
+    health = health_page(runtime, stats, window, RANGES[window]) if stats is not None else None
+    return overview(stats, viewer.owner, health, window) | {"role": viewer.role}
+
+
 @ui_router.get("/ui", response_class=HTMLResponse)
-async def overview_page(request: Request, auth: AuthDep, viewer: PageViewer, stats: StatsDep) -> Response:
+async def overview_page(
+    request: Request,
+    auth: AuthDep,
+    viewer: PageViewer,
+    runtime: RuntimeDep,
+    stats: StatsDep,
+    minutes: int | None = None,
+) -> Response:
+    """`?minutes=15|60|360|1440`: the range picker (an hour by default)."""
     if viewer is None:
         return _to_login(request)
-    return _render(request, auth, "overview.html", viewer, page="overview", **overview(stats, viewer.owner))
+    context = _overview(runtime, stats, viewer, minutes)
+    return _render(request, auth, "overview.html", viewer, page="overview", **context)
+
+
+@ui_router.get("/ui/prompts/{prompt_id:path}", response_class=HTMLResponse)
+async def prompt_page(
+    request: Request, auth: AuthDep, viewer: PageViewer, stats: StatsDep, prompt_id: str
+) -> Response:
+    """One of the viewer's prompts (`GET /v1/stats/prompts/{prompt_id}`); 404 if untracked."""
+    if viewer is None:
+        return _to_login(request)
+    context = prompt_view(stats, viewer.owner, prompt_id)
+    status = 200 if context["detail"] is not None else 404
+    return _render(request, auth, "prompt.html", viewer, status, page="prompt", **context)
 
 
 @ui_router.get("/ui/verifiers", response_class=HTMLResponse)
@@ -269,9 +301,15 @@ async def favicon() -> Response:
 
 @ui_router.get("/ui/fragments/overview", response_class=HTMLResponse)
 async def overview_fragment(
-    request: Request, auth: AuthDep, viewer: FragmentViewer, stats: StatsDep
+    request: Request,
+    auth: AuthDep,
+    viewer: FragmentViewer,
+    runtime: RuntimeDep,
+    stats: StatsDep,
+    minutes: int | None = None,
 ) -> Response:
-    return _render(request, auth, "_overview_data.html", viewer, **overview(stats, viewer.owner))
+    context = _overview(runtime, stats, viewer, minutes)
+    return _render(request, auth, "_overview_data.html", viewer, **context)
 
 
 @ui_router.get("/ui/fragments/audits", response_class=HTMLResponse)

@@ -10,14 +10,20 @@ import time
 from typing import Any
 
 from referee.audit import AuditReport
-from referee.models import VerifierStat
+from referee.models import HealthPage, PromptFilter, Traffic, VerifierStat, VerifierStatsPage
 from referee.registered import VerifierCatalog
 from referee.service.routes_audits import AuditJob
-from referee.stats import Statistics
+from referee.stats import Statistics, step_start
 
 WINDOW_MINUTES = 60
+# The range picker: window (minutes) -> step (minutes per point), a hundred points at most, so
+# a day's page stays as light as an hour's.
+RANGES = {15: 1, 60: 1, 360: 5, 1440: 15}
 # Lines per chart: the verifiers with the most verdicts in the window (the table lists all).
 MAX_CHARTED = 8
+# The prompt lists: solved (or not) in each of the latest SOLVED_VISITS visits.
+SOLVED_VISITS = 2
+LISTED = 20
 
 
 def clock(ts: float | None) -> str:
@@ -27,51 +33,118 @@ def clock(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
 
 
-def _series(stat: VerifierStat, minutes: list[int]) -> dict[str, Any]:
-    """One verifier's per-minute values over `minutes`: a minute without verdicts counts 0
-    verdicts and has no rate or latency (null: the chart leaves a gap)."""
-    by_minute = {m.minute: m for m in stat.series}
-    rows = [by_minute.get(minute) for minute in minutes]
+def chosen_range(minutes: int | None) -> int:
+    """One of the picker's ranges (the default hour for anything else)."""
+    return minutes if minutes in RANGES else WINDOW_MINUTES
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _series(stat: VerifierStat, steps: list[int]) -> dict[str, Any]:
+    """One verifier's values per step: a step without verdicts counts 0 verdicts and has no
+    rate or latency (null: the chart leaves a gap)."""
+    by_step = {m.minute: m for m in stat.series}
+    rows = [by_step.get(step) for step in steps]
     return {
         "name": stat.verifier,
         "verdicts": [m.verdicts if m else 0 for m in rows],
-        "error_share": [m.errors / m.verdicts if m and m.verdicts else None for m in rows],
+        "error_share": [_share(m.errors, m.verdicts) if m else None for m in rows],
         "pass_rate": [m.pass_rate if m else None for m in rows],
+        "mean_score": [m.mean_score if m else None for m in rows],
+        "zero_variance_share": [m.zero_variance_share if m else None for m in rows],
         "p50_ms": [m.p50_ms if m else None for m in rows],
         "p99_ms": [m.p99_ms if m else None for m in rows],
     }
 
 
-def overview(stats: Statistics | None, owner: str, minutes: int = WINDOW_MINUTES) -> dict[str, Any]:
+def _all_groups(page: VerifierStatsPage, steps: list[int]) -> list[float | None]:
+    """The zero-variance share of every group per step, over all verifiers (a weighted group
+    counts once per verifier it used)."""
+    groups = dict.fromkeys(steps, 0)
+    flat = dict.fromkeys(steps, 0)
+    for stat in page.verifiers:
+        for m in stat.series:
+            if m.minute in groups:
+                groups[m.minute] += m.groups
+                flat[m.minute] += m.zero_variance_groups
+    return [_share(flat[s], groups[s]) for s in steps]
+
+
+def _http(health: HealthPage, steps: list[int]) -> dict[str, list[int]]:
+    by_step = {m.minute: m for m in health.http.series}
+    return {
+        field: [getattr(by_step[s], field) if s in by_step else 0 for s in steps]
+        for field in ("requests", "client_errors", "server_errors", "refused")
+    }
+
+
+def overview(
+    stats: Statistics | None, owner: str, health: HealthPage | None = None, minutes: int = WINDOW_MINUTES
+) -> dict[str, Any]:
     """The overview's context: `data` (embedded as JSON, drawn as charts) and the tables.
-    Verifier statistics are the service's; prompt statistics are `owner`'s."""
+    Verifier statistics and health are the service's; prompt statistics are `owner`'s."""
     if stats is None:
         return {"enabled": False, "data": {"enabled": False}}
-    now = int(stats.clock() // 60) * 60
-    page = stats.verifier_page(minutes)
+    step = RANGES.get(minutes, 1)
+    page = stats.verifier_page(minutes, step)
+    now = step_start(int(stats.clock() // 60) * 60, step)
     latest = max((m.minute for v in page.verifiers for m in v.series), default=now)
     end = max(now, latest)  # a minute may have begun between the two reads
-    window = [end - 60 * (minutes - 1 - i) for i in range(minutes)]
+    count = -(-minutes // step)
+    steps = [end - 60 * step * (count - 1 - i) for i in range(count)]
     charted = sorted(page.verifiers, key=lambda v: -v.verdicts)[:MAX_CHARTED]
-    prompts = stats.prompt_page(owner, limit=0)
+    prompts = stats.prompt_page(owner, limit=10)
     histogram = prompts.pass_rate_histogram
     data = {
         "enabled": True,
-        "minutes": window,
-        "verifiers": [_series(v, window) for v in charted],
+        "minutes": steps,
+        "step_minutes": step,
+        "verifiers": [_series(v, steps) for v in charted],
+        "zero_variance_all": _all_groups(page, steps),
+        "http": _http(health, steps) if health is not None else None,
         "histogram": {"edges": histogram.edges, "counts": histogram.counts},
         "zero_variance_share": prompts.zero_variance_share,
         "pass_threshold": prompts.pass_threshold,
+    }
+    checks = {
+        kind.value: stats.verifier_page(minutes, step, kind).verifiers
+        for kind in (Traffic.audit, Traffic.registration)
     }
     return {
         "enabled": True,
         "data": data,
         "window_minutes": minutes,
+        "step_minutes": step,
+        "ranges": list(RANGES),
         "verifiers": page.verifiers,
+        "checks": checks,
         "charted_max": MAX_CHARTED,
         "verdicts": sum(v.verdicts for v in page.verifiers),
         "errors": sum(v.errors for v in page.verifiers),
         "prompts": prompts,
+        "owner": owner,
+        "solved_visits": SOLVED_VISITS,
+        "always_solved": stats.prompt_page(owner, PromptFilter.always_solved, SOLVED_VISITS, LISTED),
+        "never_solved": stats.prompt_page(owner, PromptFilter.never_solved, SOLVED_VISITS, LISTED),
+        "health": health,
+    }
+
+
+def prompt_view(stats: Statistics | None, owner: str, prompt_id: str) -> dict[str, Any]:
+    """One prompt's page: its record and history (`GET /v1/stats/prompts/{id}`'s)."""
+    detail = stats.prompt_detail(owner, prompt_id) if stats is not None else None
+    data: dict[str, Any] = {"enabled": detail is not None}
+    if detail is not None:
+        data["visits"] = [{"time": v.time, "pass_rate": v.pass_rate} for v in detail.recent_visits]
+    return {
+        "enabled": stats is not None,
+        "prompt_id": prompt_id,
+        "detail": detail,
+        "data": data,
+        "owner": owner,
+        "when": clock,
     }
 
 
