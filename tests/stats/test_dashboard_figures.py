@@ -132,7 +132,7 @@ def test_a_prompts_history_is_a_bounded_ring() -> None:
     assert [v.pass_rate for v in detail.recent_visits[-2:]] == [0.5, None]  # the last: errors only
     assert len(detail.recent_reasons) == RECENT_REASONS
     assert detail.recent_reasons[-1].reason == f"wrong answer {RECENT_VISITS + 2}"
-    assert [r.reward for r in detail.recent_reasons] == [1.0, 0.0, None, None]
+    assert [r.reward for r in detail.recent_reasons] == [0.0, None, None]
     assert max(len(r.reason) for r in detail.recent_reasons) == REASON_CHARS
     assert stats.prompt_detail("b", "p") is None and stats.prompt_detail("a", "q") is None
 

@@ -84,7 +84,7 @@ class PromptVisit(BaseModel):
 class PromptReason(BaseModel):
     time: float = Field(description="Unix time of the visit the response was part of.")
     reward: float | None = Field(description="Its reward (null: an error verdict).")
-    reason: str = Field(description="The verdict's reason, cut to 120 characters.")
+    reason: str = Field(description="The verdict's reason, cut to 100 characters.")
 
 
 class PromptDetail(PromptStat):
@@ -95,7 +95,7 @@ class PromptDetail(PromptStat):
     )
     recent_reasons: list[PromptReason] = Field(
         default_factory=list,
-        description="Verdict reasons of its latest responses that gave one (at most 4), oldest first.",
+        description="Verdict reasons of its latest responses that gave one (at most 3), oldest first.",
     )
 
 

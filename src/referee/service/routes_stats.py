@@ -195,7 +195,7 @@ async def prompt_detail(
     stats: StatsDep, owner: OwnerDep, prompt_id: Annotated[str, Path(min_length=1, max_length=200)]
 ) -> PromptDetail:
     """One of the caller's prompts: its record, its latest visits (time, pass rate; up to 8)
-    and its latest responses' verdict reasons (up to 4). 404 `unknown_prompt` if the caller
+    and its latest responses' verdict reasons (up to 3). 404 `unknown_prompt` if the caller
     has no record of it (another key's prompt included)."""
     detail = _enabled(stats).prompt_detail(owner_label(owner), prompt_id)
     if detail is None:

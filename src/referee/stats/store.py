@@ -15,7 +15,6 @@ place to copy.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 from pathlib import Path
@@ -220,24 +219,20 @@ class StatsStore:
             self._db.close()
 
 
-def _json_numbers(values: tuple[float | str, ...]) -> str:
-    """JSON has no NaN: a missing pass rate or reward is stored as null."""
-    return json.dumps([None if isinstance(v, float) and math.isnan(v) else v for v in values])
-
-
 def _history(record: PromptRecord) -> tuple[str, str]:
-    return _json_numbers(record.recent), _json_numbers(record.reasons)
-
-
-def _from_json(text: str | None) -> tuple[float | str, ...]:
-    return tuple(math.nan if v is None else v for v in json.loads(text or "[]"))
+    """The history as JSON: [time, pass rate, ...] and [time, reward, reason, ...] (null: none)."""
+    visits = [v for visit in record.recent_visits() for v in visit]
+    reasons = [v for reason in record.recent_reasons() for v in reason]
+    return json.dumps(visits), json.dumps(reasons)
 
 
 def _record(row: tuple[object, ...]) -> PromptRecord:
     counters, (recent, reasons) = row[: len(_PROMPT_FIELDS)], row[len(_PROMPT_FIELDS) :]
     record = PromptRecord(*counters)  # type: ignore[arg-type]
-    record.recent = tuple(float(v) for v in _from_json(str(recent)))
-    record.reasons = _from_json(str(reasons))
+    visits, said = json.loads(str(recent or "[]")), json.loads(str(reasons or "[]"))
+    record.set_history(
+        zip(visits[::2], visits[1::2], strict=True), zip(said[::3], said[1::3], said[2::3], strict=True)
+    )
     return record
 
 
