@@ -115,7 +115,7 @@ class Statistics:
         """One verdict of `verifier` (`verdict.verifier` is its `name@version`), counted as the
         traffic its context says (`stats.traffic`)."""
         minute = self._minute()
-        key = (current_traffic().value, verifier, verdict.verifier)
+        key = (current_traffic(), verifier, verdict.verifier)
         with self._lock:
             bucket = self._bucket(key, minute)
             if bucket is not None:
@@ -127,7 +127,7 @@ class Statistics:
         zero_variance = is_zero_variance(rewards)
         minute = self._minute()
         with self._lock:
-            bucket = self._bucket((current_traffic().value, verifier, version), minute)
+            bucket = self._bucket((current_traffic(), verifier, version), minute)
             if bucket is not None:
                 bucket.add_group(zero_variance)
 

@@ -15,17 +15,19 @@ from contextvars import ContextVar
 
 from referee.models import Traffic
 
-_current: ContextVar[Traffic] = ContextVar("referee_stats_traffic", default=Traffic.training)
+# The kind's value (a str: read on every verdict, where an enum's `.value` costs a lookup).
+_current: ContextVar[str] = ContextVar("referee_stats_traffic", default=Traffic.training.value)
 
 
-def current_traffic() -> Traffic:
+def current_traffic() -> str:
+    """The traffic kind of the verdicts given now (a `Traffic` value)."""
     return _current.get()
 
 
 @contextmanager
 def counted_as(traffic: Traffic) -> Iterator[None]:
     """Verdicts given inside (and in tasks started inside) count as `traffic`."""
-    token = _current.set(traffic)
+    token = _current.set(traffic.value)
     try:
         yield
     finally:
