@@ -30,6 +30,13 @@ verl = pytest.importorskip(
     "(pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
 )
 
+# The agent loop imports more than verl's reward path: PIL (the `train` extra) for multi-modal
+# rollouts, cachetools (the `trainers` extra) for its router.
+pytest.importorskip(
+    "verl.experimental.agent_loop",
+    reason="needs the `train` and `trainers` extras: `make` installs both",
+)
+
 from omegaconf import DictConfig  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     AgentLoopMetrics,
