@@ -33,6 +33,8 @@ RUN extras="${EXTRAS:+[${EXTRAS}]}"; \
 # the Docker socket when one is mounted (see docker-compose.yml).
 USER 65534:65534
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+# --start-period: a first start that takes a while (workers, sandbox containers on a busy host)
+# is not counted as failures; the first success ends it.
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 --start-period=120s \
     CMD ["/opt/referee/bin/python", "-c", "import urllib.request,os; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"REFEREE_PORT\"]}/livez', timeout=2)"]
 CMD ["/opt/referee/bin/referee", "serve"]

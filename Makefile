@@ -12,7 +12,7 @@ DEPS_HASH := $(shell cat pyproject.toml tests/fixtures/referee_plugin_demo/pypro
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 TORCH := torch==2.13.0
 
-.PHONY: serve test test-fast lint typecheck docs pytest docker chromium sandbox-image image bench clean
+.PHONY: serve test test-fast lint typecheck docs pytest docker chromium sandbox-image image postgres-image bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ test: lint typecheck docs pytest
 # The service image (see Dockerfile): wheels built here, so the build needs no registry.
 image: $(STAMP) docker
 	./scripts/build-service-image.sh
+
+# PostgreSQL for docker-compose.yml's `shared` profile (referee-postgres:15, docker/postgres/):
+# Debian's postgresql in a debootstrap'd base, so no registry either; a no-op while its recipe
+# is unchanged. The compose test builds it itself (tests/service_image/service_image.py).
+postgres-image: docker
+	./scripts/build-postgres-image.sh
 
 # Benchmarks print JSON/tables; the anchors (Math-Verify, reasoning-gym) only ever live here.
 bench: $(STAMP) sandbox-image

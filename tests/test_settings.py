@@ -34,6 +34,7 @@ NOT_SETTINGS = {
     "PIP_FLAGS": "docker-compose.yml",
     "EXTRAS": "docker-compose.yml and the Ray image script",
     "PG_PASSWORD": "docker-compose.yml",
+    "PG_IMAGE": "docker-compose.yml: the shared profile's PostgreSQL image",
 }
 # Families written as a prefix in prose (`REFEREE_SANDBOX_*`, `REFEREE_MAX_REGISTERED_*`).
 PREFIXES = ("", "RAY_", "SANDBOX_", "STATS_", "MAX_REGISTERED_")

@@ -1,8 +1,9 @@
 """Replicas of the service image on one PostgreSQL registry: the compose file's `shared`
-profile as Debian's docker-compose (v1) reads it, and two containers of the image (built once
-per session, tests/service_image/service_image.py) on a real server (tests/support/postgres_server.py):
-a type registered through one is scored through the other within REFEREE_DB_REFRESH_S, and
-concurrent registrations of one name through both get consecutive versions."""
+profile as Debian's docker-compose (v1) reads it (test_compose_shared.py runs it), and two
+containers of the image (built once per session, tests/service_image/service_image.py) on a
+real server (tests/support/postgres_server.py): a type registered through one is scored
+through the other within REFEREE_DB_REFRESH_S, and concurrent registrations of one name
+through both get consecutive versions."""
 
 from __future__ import annotations
 
@@ -64,8 +65,11 @@ def test_compose_file_parses_with_and_without_the_shared_profile() -> None:
     assert referee["build"]["args"]["EXTRAS"] == "postgres"
 
     postgres = services["postgres"]
-    assert postgres["profiles"] == ["shared"] and postgres["image"] == "postgres:16"
+    # The local image (`make postgres-image`, Debian's PostgreSQL): nothing pulled by default.
+    assert postgres["profiles"] == ["shared"] and postgres["image"] == "referee-postgres:15"
     assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    # A slow first start (initdb, a busy host) is not counted as failures.
+    assert postgres["healthcheck"]["start_period"] == "1m"
     assert any(v.endswith(":/var/lib/postgresql/data:rw") for v in postgres["volumes"])
     assert "ports" not in postgres  # reachable on the compose network only
 
@@ -85,6 +89,11 @@ def test_compose_file_parses_with_and_without_the_shared_profile() -> None:
     assert host_ip == "127.0.0.1" and last > first and container_port == "8000/tcp"
     assert "/var/run/docker.sock:/var/run/docker.sock:rw" in replica["volumes"]
     assert replica["image"] == referee["image"] and replica["build"] == referee["build"]
+    # Docker's health check of both: GET /readyz, with a start period (a first start that took
+    # 45 s was marked unhealthy by the image's check without one).
+    for service in (referee, replica):
+        check = service["healthcheck"]
+        assert "/readyz" in " ".join(check["test"]) and check["start_period"] == "2m", check
 
 
 @pytest.fixture(scope="session")
