@@ -53,6 +53,7 @@ def demo(
     """Tiny GPT learns reversed-digit 2-digit addition from Referee's `exact` verdicts."""
     try:
         from referee.trainer_adapter.grpo.demo import run_demo
+        from referee.trainer_adapter.grpo.metrics import headline
     except ImportError as exc:  # torch/matplotlib/tqdm are an optional extra
         raise typer.BadParameter(f"{exc}; install the extra: pip install 'referee[train]'") from exc
 
@@ -70,7 +71,4 @@ def demo(
         skip_solved_after=skip_solved_after,
     )
     typer.echo(json.dumps(summary, indent=2))
-    typer.echo(
-        f"accuracy {summary['initial_accuracy']:.2f} -> {summary['final_accuracy']:.2f}; "
-        f"reward wait {summary['reward_time_share']:.0%} of step time; curves: {summary['png']}"
-    )
+    typer.echo(f"{headline(summary)}; curves: {summary['png']}")

@@ -377,11 +377,14 @@ class GRPO:
 
     def summary(self) -> dict[str, Any]:
         records = self.metrics.read()
-        acc = [r["accuracy"] for r in records if "accuracy" in r]
+        by_step = {str(r["step"]): r["accuracy"] for r in records if "accuracy" in r}
+        acc = list(by_step.values())
         png = plot_metrics(records, self.out / "curves.png", title=f"GRPO · {self.out.name}")
         return {
             "initial_accuracy": acc[0] if acc else None,
             "final_accuracy": acc[-1] if acc else None,
+            # Every evaluation, keyed by step (a JSON object's keys are strings).
+            "accuracy_by_step": by_step,
             "reward_time_share": reward_time_share([r for r in records if r["step"] > 0]),
             "grpo_seconds": sum(r.get("step_time_s", 0.0) for r in records),
             "metrics": str(self.metrics.path),

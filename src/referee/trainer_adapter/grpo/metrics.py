@@ -29,6 +29,22 @@ class MetricsLog:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
 
+def headline(summary: dict[str, Any]) -> str:
+    """The run's figures in one line, as `referee train demo` prints them and the docs quote
+    the recorded run (docs/grpo_demo/record.json): accuracy at the first, second and last evaluation."""
+    by_step: dict[str, float] = summary["accuracy_by_step"]
+    steps = list(by_step)
+    figures = [f"{by_step[steps[0]]:.2f}"]
+    if len(steps) > 2:
+        figures.append(f"{by_step[steps[1]]:.2f} after {steps[1]} steps")
+    if len(steps) > 1:
+        figures.append(f"{by_step[steps[-1]]:.2f} at step {steps[-1]}")
+    return (
+        f"greedy verified accuracy {' -> '.join(figures)}; "
+        f"reward wait {summary['reward_time_share']:.0%} of step time"
+    )
+
+
 def reward_time_share(records: list[dict[str, Any]]) -> float:
     """Share of GRPO step time spent waiting for the reward service."""
     step = sum(r.get("step_time_s", 0.0) for r in records)
