@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from referee.client import Client, RefereeHTTPError
+from referee.verifiers.math import MathVerifier
 from referee.verifiers.short_answer import (
     ExactVerifier,
     MultipleChoiceVerifier,
@@ -141,6 +142,58 @@ def test_parse_number_is_exact() -> None:
 )
 def test_multiple_choice(response: str, score: float) -> None:
     assert choice.score(response, "C").score == score
+
+
+# Every spelling of a letter list (issue 32: "A) B)" scored 1.0 against A); whichever of the
+# letters is the gold, the verdict is 0.
+LETTER_LISTS = [
+    "A) B)",
+    "A. B.",
+    "A/B",
+    "A, B",
+    "A and B",
+    "A or B",
+    "A\nB",
+    "A.\nB.",
+    "Answer: A\nB",
+    "The answer is (A)\n(B)",
+    "The answer is A. B.",
+    "Answer: A) B)",
+    "\\boxed{A) B)}",
+    "A) x = 2 B) x = 3",
+]
+
+
+@pytest.mark.parametrize("response", LETTER_LISTS)
+@pytest.mark.parametrize("gold", ["A", "B"])
+def test_multiple_choice_letter_lists_are_hedges(response: str, gold: str) -> None:
+    check = choice.score(response, gold)
+    assert check.score == 0.0 and check.reason == "hedged between ['A', 'B']", check
+
+
+@pytest.mark.parametrize("response", LETTER_LISTS)
+@pytest.mark.parametrize("gold", ["A", "B"])
+def test_math_letter_lists_score_zero(response: str, gold: str) -> None:
+    assert MathVerifier().score(response, gold).score == 0.0
+
+
+# (response, whether `math` finds a concluding statement in it: a bare "**A**" is no statement
+# for `math`, whose bare-answer reading is an option).
+ONE_LETTER = [
+    ("A. Vitamin C.", False),
+    ("Answer: A. (B is ruled out above.)", True),
+    ("Option B is wrong.\nAnswer: A", True),
+    ("Answer: (A)\nThis is because B fails.", True),
+    ("1. compute\n2. check\nAnswer: A", True),
+    ("**A**", False),
+    ("A) 42", False),
+]
+
+
+@pytest.mark.parametrize(("response", "statement"), ONE_LETTER)
+def test_one_letter_with_other_letters_in_prose_is_no_hedge(response: str, statement: bool) -> None:
+    assert choice.score(response, "A").score == 1.0
+    assert MathVerifier().score(response, "A").score == (1.0 if statement else 0.0)
 
 
 def test_multiple_choice_custom_choices() -> None:

@@ -361,6 +361,15 @@ _CHOICE_PREFIX = re.compile(r"^[\s*_(\[]*([A-Z])[)\].:]\s")
 _BOLD_OR_PAREN = re.compile(r"\*\*\(?([A-Z])\)?\*\*|\(([A-Z])\)")
 # A second letter joined to the first one: "A, B", "A or B", "A/B".
 _LISTED_LETTER = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b)\s*\(?([A-Z])\)?(?![A-Za-z])")
+# Nothing but letters written as choices: "A) B)", "A. B.", "A/B", "A, B", "A and B", "(A) or
+# (B)". Every letter of such a text is a choice, so two or more of them are a hedge.
+_LETTER_TOKEN = r"[(\[]?\s*[A-Z]\s*[)\].:]?"
+_LETTER_LIST = re.compile(
+    rf"^[\s*_]*{_LETTER_TOKEN}(?:(?:\s*[,;/&]\s*|\s+(?:or|and)\s+|\s+){_LETTER_TOKEN})+[\s*_.]*$"
+)
+_LIST_LETTER = re.compile(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])")
+# A letter marked as an option further on: "A) x = 2 B) x = 3" lists two options.
+_OPTION_MARK = re.compile(r"(?<![A-Za-z])([A-Z])\)")
 
 
 class MultipleChoiceVerifier(Verifier):
@@ -386,12 +395,15 @@ class MultipleChoiceVerifier(Verifier):
 
     def _letters(self, text: str, choices: str) -> set[str]:
         text = text.strip()[:400]
+        if _LETTER_LIST.match(text):
+            return {letter for letter in _LIST_LETTER.findall(text) if letter in choices}
         match = _CHOICE.match(text) or _CHOICE_PREFIX.match(text)
         if match:
             letter = match.group(1).upper()
-            # "(A) (B)", "(A) or (B)", "A, B": more letters written as choices are a hedge.
+            # "(A) (B)", "(A) or (B)", "A, B", "A) x B) y": more letters written as choices
+            # are a hedge.
             rest = text[match.end() :]
-            others = {a or b for a, b in _BOLD_OR_PAREN.findall(rest)}
+            others = {a or b for a, b in _BOLD_OR_PAREN.findall(rest)} | set(_OPTION_MARK.findall(rest))
             listed = _LISTED_LETTER.match(rest)
             if listed:
                 others.add(listed.group(1))
@@ -399,6 +411,21 @@ class MultipleChoiceVerifier(Verifier):
             return found if letter in choices else found - {letter}
         found = {a or b for a, b in _BOLD_OR_PAREN.findall(text)}
         return {letter for letter in found if letter in choices}
+
+    def _stacked_letters(self, lines: list[str], choices: str) -> set[str]:
+        """The letters of the trailing lines that each hold nothing but a choice (or an answer
+        statement of one): "A\nB", "Answer: A\nB" list two choices, one per line."""
+        letters: set[str] = set()
+        for line in reversed(lines[-len(choices) - 1 :]):
+            statement = extract.last_answer_statement(line)
+            text = (statement if statement is not None else line).strip()
+            match = _CHOICE.match(text)
+            if match is None or match.group(1).upper() not in choices:
+                break
+            letters.add(match.group(1).upper())
+            if statement is not None:  # the statement opens the list
+                break
+        return letters
 
     def check(self, response: str, prepared: ChoiceReference, options: MultipleChoiceOptions) -> Check:
         final = extract.final_part(response)
@@ -418,6 +445,9 @@ class MultipleChoiceVerifier(Verifier):
         lines = [line for line in final.strip().splitlines() if line.strip()]
         if lines:
             candidates.append(lines[-1])
+        stacked = self._stacked_letters(lines, prepared.choices)
+        if len(stacked) > 1:  # "Answer: A" then "B" on the next line: letters on separate lines
+            return Check(0.0, reason=f"hedged between {sorted(stacked)}", details={"answer": final[-200:]})
         for candidate in candidates:
             affirmed, denied, refused = affirmed_answer(candidate)
             if affirmed is None:  # "The answer is not (C)." (rule 34 of the math policy)

@@ -119,6 +119,23 @@ def _choice_letter(raw: str) -> tuple[str | None, bool]:
     return match.group(1).upper(), False
 
 
+# What may follow a chosen letter and still list more choices: "A. B.", "A) B)", "A\nB",
+# "A, (B)", "A or B" after the answer's letter are a hedge.
+_TRAILING_CHOICES = re.compile(
+    r"^[\s).\]:*_}$]*(?:(?:[,;/&]|\bor\b|\band\b)?[\s*_]*[(\[]?\s*([A-J])\s*[)\].:]?[\s*_]*)+[.\s]*$"
+)
+
+
+def _trailing_choices(response: str, raw: str) -> set[str]:
+    """The letters written as choices right after the final answer `raw` and nothing else
+    (the answer is the response's last occurrence of it)."""
+    at = response.rfind(raw.strip())
+    tail = response[at + len(raw.strip()) :] if at >= 0 else ""
+    if not tail.strip() or len(tail) > 200 or not _TRAILING_CHOICES.match(tail):
+        return set()
+    return set(_LETTERS.findall(tail))
+
+
 _HEDGE_WORDS = frozenset({"not", "or", "and", "no", "either", "maybe", "perhaps", "isn't", "never"})
 
 
@@ -270,13 +287,13 @@ class MathVerifier(Verifier):
                 answer=" | ".join(a[:200] for a in found.answers[-4:]),
             )
         if prepared.mode == "choice":
-            return self._check_choice(found, prepared)
+            return self._check_choice(found, prepared, response)
         if prepared.mode == "text":
             return self._check_text(found, prepared)
         return self._check_math(found, prepared)
 
-    def _check_choice(self, found: Extracted, gold: Gold) -> Check:
-        letters = set()
+    def _check_choice(self, found: Extracted, gold: Gold, response: str) -> Check:
+        letters = set(_trailing_choices(response, found.answers[-1]))
         for raw in found.answers:
             letter, hedged = _choice_letter(raw)
             if hedged:
