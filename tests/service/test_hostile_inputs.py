@@ -178,6 +178,28 @@ def test_a_transient_failure_among_invalid_samples_is_still_a_503(server: Backgr
     assert r.status_code == 503 and r.json()["error"] == "no_verdict" and "retry-after" in r.headers
 
 
+def test_a_key_named_twice_is_a_422_everywhere(server: BackgroundServer) -> None:
+    """Last-wins would judge something else than the trainer sent: refused, naming the key."""
+    for path, body in [
+        ("/v1/score", b'{"verifier": "exact", "response": "2", "reference": "1", "reference": "2"}'),
+        (
+            "/v1/score",
+            b'{"verifier": "exact", "response": "a", "reference": "a", "options": {"x": 1, "x": 2}}',
+        ),
+        (
+            "/v1/groups",
+            b'{"groups": [{"verifier": "exact", "verifier": "math", "reference": "1", "responses": ["1"]}]}',
+        ),
+        ("/v1/openrlhf/reward", b'{"query": ["1"], "labels": ["1"], "labels": ["2"]}'),
+        ("/v1/verifiers", b'{"name": "t.dup", "name": "t.dup2", "kind": "declarative"}'),
+        ("/v1/audits", b'{"verifier": "exact", "verifier": "math", "rows": []}'),
+    ]:
+        _json_invalid(_post(server, path, body), "appears twice in one object")
+    # The same key in two different objects is no duplicate.
+    r = _post(server, "/v1/score", b'{"verifier": "exact", "response": "a", "reference": "a", "options": {}}')
+    assert r.status_code == 200 and r.json()["score"] == 1.0, r.text
+
+
 def test_parse_json_accepts_plain_json() -> None:
     value = {"a": [1, 2.5, -3e10, True, None, "é😀"], "b": {"c": []}}
     assert parse_json(json.dumps(value, ensure_ascii=False).encode()) == value

@@ -3,7 +3,9 @@
 Python's `json` module accepts more than JSON: the constants `NaN`, `Infinity` and
 `-Infinity`, numbers that overflow to infinity (`1e400`), integers of any length, lone UTF-16
 surrogates (`"\\ud800"`, which no UTF-8 text can carry and which the service could not send
-back), and nesting as deep as the interpreter's recursion limit. Such a body is a client
+back), nesting as deep as the interpreter's recursion limit, and an object that names one key
+twice (`{"reference": "1", "reference": "2"}`: the last one would win without a word, so
+what a trainer meant is not what is judged). Such a body is a client
 mistake: each is refused here as a 422 `validation_error` whose `detail` says what is wrong
 (`type: json_invalid`), like any other malformed JSON, and the same for a body that is not
 UTF-8. So no verifier ever sees a non-finite number or a string it cannot encode.
@@ -44,6 +46,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refused(f"the key {key[:80]!r} appears twice in one object")
+            seen.add(key)
+    return value
+
+
 def _check_values(value: Any, max_depth: int) -> None:
     """Iteratively (a deep value must not exhaust the stack here either): depth and strings."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -66,7 +79,9 @@ def parse_json(body: bytes, max_depth: int = MAX_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError(f"the body is not UTF-8 (byte {exc.start})", "", 0) from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+        )
         _check_values(value, max_depth)
     except json.JSONDecodeError:
         raise

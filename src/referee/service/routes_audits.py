@@ -47,6 +47,7 @@ from referee.scoring import BackgroundOwner
 from referee.service.auth import Role
 from referee.service.deps import CLIENT, AuditJobsDep, AuthDep, RuntimeDep
 from referee.service.errors import QUOTA_WITHOUT_KEYS, documented
+from referee.service.json_body import StrictJSONRoute
 from referee.service.security_headers import REPORT_HEADERS
 from referee.settings import AuditSettings
 from referee.stats import counted_as
@@ -54,7 +55,9 @@ from referee.stats import counted_as
 # Chunks of one audit scored at once: small, so an audit never fills a lane on its own.
 AUDIT_CONCURRENCY = 2
 
-audits_router = APIRouter(prefix="/v1/audits", tags=["audits"], dependencies=CLIENT)
+audits_router = APIRouter(
+    prefix="/v1/audits", tags=["audits"], dependencies=CLIENT, route_class=StrictJSONRoute
+)
 
 
 class AuditJob(BaseModel):
