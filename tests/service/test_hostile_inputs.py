@@ -143,6 +143,13 @@ def test_undeclared_methods_are_405_with_allow(server: BackgroundServer) -> None
         {"verifier": ""},
         {"verifier": 5},
         {"verifier": [{"name": "exact"}], "options": {"a": 1}},
+        # Fields the encoding does not have, or of the wrong type, are never dropped silently.
+        {"verifier": "exact", "reference": "4", "weight": "x"},
+        json.dumps({"verifier": "exact", "refrence": "4"}),
+        {"verifier": [{"name": "exact", "weight": "x"}], "reference": "4"},
+        {"verifier": [{"name": "exact", "wieght": 2.0}], "reference": "4"},
+        '{"verifier": "exact", "reference": "4", "reference": "5"}',
+        '{"verifier": "numeric", "reference": NaN}',
     ],
 )
 def test_openrlhf_unusable_labels_are_422_or_masked(server: BackgroundServer, label: Any) -> None:
@@ -153,6 +160,20 @@ def test_openrlhf_unusable_labels_are_422_or_masked(server: BackgroundServer, la
     r = httpx.post(f"{server.url}/v1/openrlhf/reward", params={"on_error": "zero"}, json=payload, timeout=60)
     assert r.status_code == 200, r.text
     assert r.json()["rewards"] == [0.0, 1.0] and r.json()["extra_logs"]["referee_error"] == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("label", "says"),
+    [
+        ({"verifier": "exact", "reference": "4", "weight": "x"}, "unknown field 'weight'"),
+        ({"verifier": [{"name": "exact", "weight": "x"}]}, "component 0 (weight)"),
+        ('{"verifier": "exact", "reference": "4", "reference": "5"}', "'reference' appears twice"),
+    ],
+)
+def test_openrlhf_label_errors_name_the_field(server: BackgroundServer, label: Any, says: str) -> None:
+    payload = {"query": ["4"], "labels": [label]}
+    body = _assert_client_error(httpx.post(f"{server.url}/v1/openrlhf/reward", json=payload, timeout=60))
+    assert says in body["detail"][0]["msg"], body
 
 
 def test_openrlhf_odd_query_parameters(server: BackgroundServer) -> None:

@@ -53,6 +53,7 @@ from referee.models import (
     VerdictStatus,
     VerifierComponent,
 )
+from referee.service.json_body import parse_json
 from referee.turns import Turns, assistant_turn_spans, pick_turns
 
 ScoreGroups = Callable[[list[GroupSpec]], Awaitable[list[GroupResult]]]
@@ -74,6 +75,9 @@ EOS_MARKERS = (
 )
 
 
+LABEL_FIELDS = frozenset({"verifier", "reference", "options"})
+
+
 def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, JSONObject]:
     """(verifier, reference, options) from one label; see the module docstring for the encoding.
     Raises ValueError for a label that names a verifier but cannot be used as sent."""
@@ -84,23 +88,42 @@ def decode_label(label: Any, default_verifier: str) -> tuple[VerifierSpec, Any, 
         try:
             parsed = json.loads(label)
         except ValueError:
-            parsed = label
+            parsed = label  # not JSON: the reference itself
+        if isinstance(parsed, dict) and "verifier" in parsed:
+            try:  # a label object is held to the rules of a body: no key twice, no NaN
+                parse_json(label.encode())
+            except ValueError as exc:
+                raise ValueError(f"the label object is refused: {getattr(exc, 'msg', exc)}") from None
     if isinstance(parsed, dict) and "verifier" in parsed:
+        # A field the encoding does not have (`weight`, a misspelt `refrence`) would otherwise
+        # be dropped without a word, and the sample judged on something else than meant.
+        unknown = sorted(set(parsed) - LABEL_FIELDS)
+        if unknown:
+            raise ValueError(
+                f"unknown field {unknown[0][:80]!r} in the label (a label object has "
+                f"{', '.join(sorted(LABEL_FIELDS))}; weights belong to the verifier's components)"
+            )
         spec, options = parsed["verifier"], parsed.get("options")
         if not isinstance(options, dict | None):
             raise ValueError("`options` must be an object")
         verifier: VerifierSpec
         if isinstance(spec, list):
-            try:
-                verifier = [VerifierComponent.model_validate(c) for c in spec]
-            except ValidationError as exc:
-                raise ValueError(f"invalid verifier component: {exc.errors()[0]['msg']}") from None
+            verifier = [_component(index, c) for index, c in enumerate(spec)]
         elif isinstance(spec, str):
             verifier = spec
         else:
             raise ValueError("`verifier` must be a name or a list of weighted components")
         return verifier, parsed.get("reference"), dict(options or {})
     return default_verifier, label, {}
+
+
+def _component(index: int, component: Any) -> VerifierComponent:
+    try:
+        return VerifierComponent.model_validate(component)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the component"
+        raise ValueError(f"invalid verifier component {index} ({where}): {error['msg']}") from None
 
 
 def is_missing(label: Any) -> bool:
