@@ -28,6 +28,7 @@ def serve(
 
     from referee.runtime import Runtime
     from referee.service.app import create_app
+    from referee.service.connections import server_config
     from referee.settings import Settings
 
     overrides: dict[str, Any] = {
@@ -40,14 +41,7 @@ def serve(
 
         serve_forever(settings)
         return
-    uvicorn.run(
-        create_app(Runtime(settings)),
-        host=settings.service.host,
-        port=settings.service.port,
-        log_level=settings.service.log_level,
-        # One event loop process: verifier work already runs in `workers` processes.
-        workers=1,
-    )
+    uvicorn.Server(server_config(create_app(Runtime(settings)), settings.service)).run()
 
 
 def _read_text(value: str) -> str:

@@ -11,6 +11,7 @@ import uvicorn
 
 from referee.runtime import Runtime
 from referee.service.app import create_app
+from referee.service.connections import server_config
 from referee.settings import Settings
 
 
@@ -32,13 +33,7 @@ class BackgroundServer:
         self.settings = base.model_copy(update={"service": service})
         self._timeout = startup_timeout_s
         self.runtime = Runtime(self.settings)
-        config = uvicorn.Config(
-            create_app(self.runtime),
-            host=service.host,
-            port=service.port,
-            log_level="warning",
-            lifespan="on",
-        )
+        config = server_config(create_app(self.runtime), service, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="referee-server", daemon=True)
 
