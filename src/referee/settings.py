@@ -96,16 +96,6 @@ class ServiceSettings(Section):
     ui_login_max_failures: int = Field(default=10, ge=1)
     ui_login_window_s: float = Field(default=60.0, gt=0.0)
     ui_login_max_failures_all_clients: int = Field(default=100, ge=1)
-    # Connections (`referee serve`, service/connections.py): a request head must arrive within
-    # header_timeout_s of its first byte, its body within body_timeout_s of the head (else 408),
-    # an idle keep-alive connection is closed after keep_alive_s. One client address holds at
-    # most max_connections_per_client connections (0 = no limit: behind a proxy, whose address
-    # every connection has); past max_connections connections and requests together, 503.
-    header_timeout_s: float = Field(default=10.0, gt=0.0, le=600.0)
-    body_timeout_s: float = Field(default=60.0, gt=0.0, le=3600.0)
-    keep_alive_s: float = Field(default=5.0, gt=0.0, le=600.0)
-    max_connections_per_client: int = Field(default=256, ge=0)
-    max_connections: int = Field(default=4096, ge=0, description="0 = no limit.")
 
 
 class RequestLimits(Section):
@@ -190,7 +180,10 @@ class RegistrySettings(Section):
 class StatsSettings(Section):
     """Statistics (GET /v1/stats/...): per-prompt records of the groups that carry a prompt_id
     and per-verifier minutes (verdicts, errors, passes, latency), kept in memory and flushed to
-    SQLite every `flush_s` (so they survive a restart). Per replica."""
+    SQLite every `flush_s` (so they survive a restart). With a shared registry (`db_url`), each
+    replica also publishes its verifier and HTTP minutes there on each flush, under
+    `replica_id`, and the verifier and health pages sum every replica's; prompt records stay
+    per replica."""
 
     flat_prefix: ClassVar[str] = "stats_"
     flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {"enabled": ("stats",)}
@@ -207,6 +200,10 @@ class StatsSettings(Section):
     flush_s: float = Field(default=5.0, gt=0.0, le=3600.0)
     # A sample passes when its reward is at least this (so 1.0: fully right).
     pass_threshold: float = 1.0
+    # This replica's name in the shared store: unique among the replicas, the same across its
+    # restarts. None: the sandbox's instance id when it has one, else the host name and a hash
+    # of the statistics file's path (stats.shared.default_replica_id).
+    replica_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")
 
 
 class AuditSettings(Section):

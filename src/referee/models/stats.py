@@ -27,6 +27,28 @@ class Traffic(StrEnum):
     registration = "registration"  # POST /v1/verifiers: its examples and probe gate
 
 
+class ScopeKind(StrEnum):
+    """Whose figures a page sums: every replica's through the shared store, or this one's."""
+
+    all = "all"  # every replica that published in the window (REFEREE_DB_URL set)
+    replica = "replica"  # the replica that answers
+
+
+class ReplicaSeen(BaseModel):
+    replica: str = Field(description="Its id (REFEREE_STATS_REPLICA_ID, or one made from its host).")
+    last_seen: float = Field(description="Unix time of its latest publish (now, for the one answering).")
+
+
+class StatsScope(BaseModel):
+    """Which replicas a page's figures come from. `kind` is `replica` when `all` was asked for
+    but the shared store could not be read: `reason` then says why."""
+
+    kind: ScopeKind
+    replica: str = Field(description="The replica that answered.")
+    replicas: list[ReplicaSeen] = Field(description="The replicas whose figures are summed, by id.")
+    reason: str | None = Field(default=None, description="Why the page is this replica's only, if not asked.")
+
+
 class PromptStat(BaseModel):
     """One prompt's record. A visit is one scored group; a sample passes when its reward is at
     least the service's pass threshold (`REFEREE_STATS_PASS_THRESHOLD`)."""
@@ -115,10 +137,9 @@ class VerifierMinute(BaseModel):
     zero_variance_share: float | None = None
 
 
-class VersionStat(BaseModel):
-    """One version of a verifier (`name@version`) over the window."""
+class WindowFigures(BaseModel):
+    """A verifier's figures over the window, for one of its versions or one replica."""
 
-    version: str = Field(description="name@version, as in a verdict's `verifier`.")
     verdicts: int
     errors: int
     pass_rate: float | None
@@ -126,6 +147,18 @@ class VersionStat(BaseModel):
     p50_ms: float | None
     p99_ms: float | None
     max_ms: float | None
+
+
+class VersionStat(WindowFigures):
+    """One version of a verifier (`name@version`) over the window."""
+
+    version: str = Field(description="name@version, as in a verdict's `verifier`.")
+
+
+class ReplicaStat(WindowFigures):
+    """One verifier's figures on one replica over the window (where replicas differ)."""
+
+    replica: str = Field(description="The replica's id, as in the page's `scope`.")
 
 
 class VerifierStat(BaseModel):
@@ -149,6 +182,10 @@ class VerifierStat(BaseModel):
         default_factory=list, description="Per version with verdicts in the window, newest version first."
     )
     series: list[VerifierMinute] = Field(description="Steps with verdicts or groups, oldest first.")
+    replicas: list[ReplicaStat] = Field(
+        default_factory=list,
+        description="Per replica with verdicts, by id, when the page sums several replicas (scope `all`).",
+    )
 
 
 class VerifierStatsPage(BaseModel):
@@ -156,6 +193,7 @@ class VerifierStatsPage(BaseModel):
     step_minutes: int = Field(default=1, description="Minutes merged into one step of each series.")
     traffic: Traffic = Field(default=Traffic.training, description="Whose verdicts are counted.")
     verifiers: list[VerifierStat]
+    scope: StatsScope | None = Field(default=None, description="Which replicas the figures come from.")
 
 
 class HttpMinute(BaseModel):
@@ -204,7 +242,8 @@ class LaneHealth(BaseModel):
 
 
 class HealthPage(BaseModel):
-    """Now (workers, sandbox, lanes) and over the window (HTTP answers), of this replica."""
+    """Now (workers, sandbox, lanes: this replica's) and over the window (HTTP answers: every
+    replica's through the shared store, else this one's; `scope` says which)."""
 
     minutes: int
     step_minutes: int
@@ -212,3 +251,6 @@ class HealthPage(BaseModel):
     sandbox: SandboxHealth
     lanes: dict[str, LaneHealth]
     http: HttpStat = Field(description="Answers of the API (the dashboard's own pages left out).")
+    scope: StatsScope | None = Field(
+        default=None, description="Which replicas `http` sums (workers, sandbox and lanes are this one's)."
+    )

@@ -27,7 +27,7 @@ from referee.runtime.sessions import DashboardLogins
 from referee.sandbox import SandboxPool
 from referee.scoring import Admission, BackgroundShare, Scorer, WorkerPool
 from referee.settings import RegistrySettings, Settings, StatsSettings
-from referee.stats import Statistics, persisted
+from referee.stats import ScopedStats, SharedStats, Statistics, default_replica_id, persisted
 from referee.verifiers import CodeSandbox, Resources, load_installed
 
 log = structlog.get_logger(__name__)
@@ -57,6 +57,14 @@ def _statistics(stats: StatsSettings) -> Statistics | None:
     )
 
 
+def _shared_statistics(settings: Settings) -> SharedStats | None:
+    """The store where replicas publish and read each other's statistics: the registry's
+    PostgreSQL server, when there is one (the replica id is settled at start)."""
+    if not (settings.stats.enabled and settings.registry.db_url):
+        return None
+    return SharedStats(settings.registry.db_url, settings.stats.replica_id or "")
+
+
 class Runtime:
     def __init__(self, settings: Settings | None = None, *, sandbox: CodeSandbox | None = None) -> None:
         """`sandbox`: one the caller owns (and starts and stops), instead of the pool
@@ -68,6 +76,7 @@ class Runtime:
         self.admission = Admission.for_workers(settings.workers)
         self.catalog = VerifierCatalog(registry, self.installed, open_store(registry))
         self.stats = _statistics(settings.stats)
+        self.shared_stats = _shared_statistics(settings)
         self.audits: BackgroundJobs[Any] = BackgroundJobs(keep=AUDITS_KEPT)
         # The dashboard's sessions and failed-login counts (in memory: nothing to start).
         self.dashboard = DashboardLogins(settings.service)
@@ -77,6 +86,14 @@ class Runtime:
             SandboxPool(settings.sandbox) if sandbox is None and settings.sandbox.enabled else None
         )
         self.resources = Resources(sandbox=sandbox or self._own_sandbox)
+        # The statistics pages: every replica's through the shared store, or this one's.
+        self.scoped_stats = (
+            None
+            if self.stats is None
+            else ScopedStats(
+                self.stats, self.shared_stats, self._replica_id(), cache_s=settings.stats.flush_s
+            )
+        )
         # The sandbox run slots audits may hold, over all audits; none while scoring waits.
         self.audit_share = BackgroundShare.of_slots(
             settings.sandbox.max_parallel,
@@ -96,6 +113,13 @@ class Runtime:
             admission=self.admission,
         )
         self._stack: contextlib.AsyncExitStack | None = None
+
+    def _replica_id(self) -> str:
+        """This replica's name among those sharing statistics: the configured one, else the
+        sandbox's instance id (unique among the services of a host, kept across restarts; known
+        once the pool has started), else the host name and a hash of the statistics file."""
+        sandbox = self._own_sandbox.settings.instance if self._own_sandbox is not None else None
+        return self.settings.stats.replica_id or sandbox or default_replica_id(self.settings.stats_path())
 
     def observe(self, observer: Observer) -> None:
         """Also tell `observer` of every verdict (the service's metrics), besides statistics."""
@@ -136,12 +160,18 @@ class Runtime:
         # Rebuilds the worker pool if it breaks (its forkserver killed, say).
         watcher = asyncio.create_task(self.pool.watch(), name="referee-pool-watch")
         stack.callback(watcher.cancel)
-        if self.stats is not None:
-            flush_s = self.settings.stats.flush_s
-            await stack.enter_async_context(persisted(self.stats, self.settings.stats_path(), flush_s))
         if self._own_sandbox is not None:
             await self._own_sandbox.start()
             stack.push_async_callback(self._own_sandbox.close)
+        if self.stats is not None:
+            # After the sandbox: its instance id, claimed at its start, may name this replica.
+            if self.scoped_stats is not None:
+                self.scoped_stats.replica = self._replica_id()
+            if self.shared_stats is not None:
+                self.shared_stats.replica = self._replica_id()
+            flush_s = self.settings.stats.flush_s
+            path = self.settings.stats_path()
+            await stack.enter_async_context(persisted(self.stats, path, flush_s, self.shared_stats))
         # Last in, so first out: no audit scores on a stopping pool.
         stack.push_async_callback(self.audits.cancel_all)
         return resealed

@@ -5,7 +5,10 @@ from these same pages.
 Prompt ids are the caller's: each key sees (and fills) its own namespace, so two teams that
 both number their dataset rows 0, 1, 2 … do not mix. Verifier statistics are the service's
 (every verdict of every caller), like `/metrics`; training traffic apart from the verdicts of
-audits and registrations (`traffic=`). Health is this replica's.
+audits and registrations (`traffic=`). With a store shared by replicas (REFEREE_DB_URL) the
+verifier figures and the health page's HTTP answers are every replica's (`scope=all`, the
+default then; `scope=replica`: the answering one's), with the replicas they come from; prompt
+statistics and the health page's workers, sandbox and lanes are the answering replica's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from referee.models import (
     PromptFilter,
     PromptStatsPage,
     SandboxHealth,
+    ScopeKind,
     Traffic,
     VerifierStatsPage,
     WorkerHealth,
@@ -33,12 +37,20 @@ from referee.runtime import Runtime
 from referee.sandbox import SandboxPool
 from referee.service.deps import CLIENT, OwnerDep, RuntimeDep, StatsDep
 from referee.service.errors import documented
-from referee.stats import Statistics
+from referee.stats import ScopedStats, Snapshot, Statistics
 
 WindowMinutes = Annotated[int, Query(ge=1, le=7 * 1440, description="The window, up to now.")]
 StepMinutes = Annotated[
     int,
     Query(ge=1, le=1440, description="Minutes per step of each series (a day in steps of 15 stays light)."),
+]
+
+Scope = Annotated[
+    ScopeKind | None,
+    Query(
+        description="all: every replica's figures through the shared store (the default when one is "
+        "configured); replica: the answering replica's own."
+    ),
 ]
 
 stats_router = APIRouter(prefix="/v1/stats", tags=["statistics"], dependencies=CLIENT)
@@ -59,6 +71,12 @@ def _enabled(stats: Statistics | None) -> Statistics:
             "statistics are switched off on this service (REFEREE_STATS=false)",
         )
     return stats
+
+
+def _scoped(runtime: Runtime) -> ScopedStats:
+    _enabled(runtime.stats)
+    assert runtime.scoped_stats is not None  # made whenever statistics are on
+    return runtime.scoped_stats
 
 
 def _version(name: str, result: GroupResult) -> str:
@@ -89,9 +107,11 @@ def default_step(minutes: int) -> int:
     return 1 if minutes <= 60 else 5 if minutes <= 360 else 15
 
 
-def health_page(runtime: Runtime, stats: Statistics, minutes: int, step_minutes: int) -> HealthPage:
+def health_page(
+    runtime: Runtime, snapshot: Snapshot, minutes: int, step_minutes: int, now_minute: int
+) -> HealthPage:
     """The workers, the sandbox pool and the admission lanes now (this replica's, as in
-    /readyz), and the API's HTTP answers over the window."""
+    /readyz), and the API's HTTP answers over the window (the snapshot's replicas)."""
     pool = runtime.pool
     sandbox = runtime.resources.sandbox
     if sandbox is None:
@@ -112,7 +132,7 @@ def health_page(runtime: Runtime, stats: Statistics, minutes: int, step_minutes:
                     "reused": sandbox.stats["reused"],
                 }
             )
-    minutes = min(minutes, stats.window_minutes)
+    minutes = min(minutes, snapshot.window_minutes)
     return HealthPage(
         minutes=minutes,
         step_minutes=step_minutes,
@@ -134,7 +154,8 @@ def health_page(runtime: Runtime, stats: Statistics, minutes: int, step_minutes:
             )
             for lane, figures in runtime.admission.snapshot().items()
         },
-        http=stats.http_page(minutes, step_minutes),
+        http=snapshot.http_page(minutes, step_minutes, now_minute=now_minute),
+        scope=snapshot.scope,
     )
 
 
@@ -168,7 +189,7 @@ async def prompt_stats(
     operation_id="verifier_stats",
 )
 async def verifier_stats(
-    stats: StatsDep,
+    runtime: RuntimeDep,
     minutes: WindowMinutes = 60,
     step: StepMinutes = 1,
     traffic: Annotated[
@@ -177,12 +198,18 @@ async def verifier_stats(
             description="training (default): scoring and groups; audit, registration: the service's own checks."
         ),
     ] = Traffic.training,
+    scope: Scope = None,
 ) -> VerifierStatsPage:
     """Per verifier over the last `minutes`: verdicts, error rate, pass rate, mean score
     (mean reward), latency p50/p99/max, groups and their zero-variance share, per version
     (`name@version`), and the same per step (the series behind the dashboard's charts).
-    Audits' and registrations' verdicts are counted apart (`traffic`), never in training's."""
-    return _enabled(stats).verifier_page(minutes, step, traffic)
+    Audits' and registrations' verdicts are counted apart (`traffic`), never in training's.
+    `scope` says which replicas the figures come from; over several, each verifier lists its
+    figures per replica (`replicas`). If the shared store cannot be read, the page is this
+    replica's, and `scope.reason` says why."""
+    scoped = _scoped(runtime)
+    snapshot = await scoped.snapshot(minutes, scope)
+    return snapshot.verifier_page(minutes, step, traffic, now_minute=scoped.now_minute())
 
 
 @stats_router.get(
@@ -210,12 +237,16 @@ async def prompt_detail(
     operation_id="health_stats",
 )
 async def health_stats(
-    stats: StatsDep,
     runtime: RuntimeDep,
     minutes: WindowMinutes = 60,
     step: StepMinutes = 1,
+    scope: Scope = None,
 ) -> HealthPage:
     """This replica now: worker processes, the sandbox pool (warm, running, discarded) and the
     admission lanes (in flight, expected wait, 503s); and over the window, the API's HTTP
-    answers per step: requests, 4xx, 5xx, 503 (the dashboard's own pages left out)."""
-    return health_page(runtime, _enabled(stats), minutes, step)
+    answers per step: requests, 4xx, 5xx, 503 (the dashboard's own pages left out), of the
+    replicas `scope` lists (every replica's through the shared store, by default, when one is
+    configured)."""
+    scoped = _scoped(runtime)
+    snapshot = await scoped.snapshot(minutes, scope)
+    return health_page(runtime, snapshot, minutes, step, scoped.now_minute())

@@ -193,13 +193,18 @@ def _render(
 # ---- pages ----------------------------------------------------------------------------------
 
 
-def _overview(
+async def _overview(
     runtime: Runtime, stats: Statistics | None, viewer: Viewer, minutes: int | None
 ) -> dict[str, Any]:
-    """The overview's context for the picked range (`GET /v1/stats/...`'s figures)."""
+    """The overview's context for the picked range (`GET /v1/stats/...`'s figures: every
+    replica's through the shared store when there is one)."""
     window = chosen_range(minutes)
-    health = health_page(runtime, stats, window, RANGES[window]) if stats is not None else None
-    return overview(stats, viewer.owner, health, window) | {"role": viewer.role}
+    scoped = runtime.scoped_stats
+    if stats is None or scoped is None:
+        return overview(None, viewer.owner) | {"role": viewer.role}
+    snapshot = await scoped.snapshot(window)
+    health = health_page(runtime, snapshot, window, RANGES[window], scoped.now_minute())
+    return overview(stats, viewer.owner, health, window, snapshot) | {"role": viewer.role}
 
 
 @ui_router.get("/ui", response_class=HTMLResponse)
@@ -214,7 +219,7 @@ async def overview_page(
     """`?minutes=15|60|360|1440`: the range picker (an hour by default)."""
     if viewer is None:
         return _to_login(request)
-    context = _overview(runtime, stats, viewer, minutes)
+    context = await _overview(runtime, stats, viewer, minutes)
     return _render(request, auth, "overview.html", viewer, page="overview", **context)
 
 
@@ -308,7 +313,7 @@ async def overview_fragment(
     stats: StatsDep,
     minutes: int | None = None,
 ) -> Response:
-    context = _overview(runtime, stats, viewer, minutes)
+    context = await _overview(runtime, stats, viewer, minutes)
     return _render(request, auth, "_overview_data.html", viewer, **context)
 
 

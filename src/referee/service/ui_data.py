@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 from referee.audit import AuditReport
-from referee.models import HealthPage, PromptFilter, Traffic, VerifierStat, VerifierStatsPage
+from referee.models import HealthPage, PromptFilter, ReplicaStat, Traffic, VerifierStat, VerifierStatsPage
 from referee.registered import VerifierCatalog
 from referee.service.routes_audits import AuditJob
-from referee.stats import Statistics, step_start
+from referee.stats import Snapshot, Statistics, step_start
 
 WINDOW_MINUTES = 60
 # The range picker: window (minutes) -> step (minutes per point), a hundred points at most, so
@@ -24,6 +24,8 @@ MAX_CHARTED = 8
 # The prompt lists: solved (or not) in each of the latest SOLVED_VISITS visits.
 SOLVED_VISITS = 2
 LISTED = 20
+# Replicas whose pass rates (or mean rewards) are further apart than this are listed apart.
+DIFFERS = 0.05
 
 
 def clock(ts: float | None) -> str:
@@ -81,15 +83,28 @@ def _http(health: HealthPage, steps: list[int]) -> dict[str, list[int]]:
 
 
 def overview(
-    stats: Statistics | None, owner: str, health: HealthPage | None = None, minutes: int = WINDOW_MINUTES
+    stats: Statistics | None,
+    owner: str,
+    health: HealthPage | None = None,
+    minutes: int = WINDOW_MINUTES,
+    snapshot: Snapshot | None = None,
 ) -> dict[str, Any]:
     """The overview's context: `data` (embedded as JSON, drawn as charts) and the tables.
-    Verifier statistics and health are the service's; prompt statistics are `owner`'s."""
+    Verifier statistics and HTTP answers are the service's: the `snapshot`'s replicas (every
+    replica's through the shared store), else this replica's; prompt statistics are `owner`'s
+    on this replica."""
     if stats is None:
         return {"enabled": False, "data": {"enabled": False}}
     step = RANGES.get(minutes, 1)
-    page = stats.verifier_page(minutes, step)
-    now = step_start(int(stats.clock() // 60) * 60, step)
+    now_minute = int(stats.clock() // 60) * 60
+
+    def verifier_page(traffic: Traffic = Traffic.training) -> VerifierStatsPage:
+        if snapshot is None:
+            return stats.verifier_page(minutes, step, traffic)
+        return snapshot.verifier_page(minutes, step, traffic, now_minute=now_minute)
+
+    page = verifier_page()
+    now = step_start(now_minute, step)
     latest = max((m.minute for v in page.verifiers for m in v.series), default=now)
     end = max(now, latest)  # a minute may have begun between the two reads
     count = -(-minutes // step)
@@ -108,10 +123,7 @@ def overview(
         "zero_variance_share": prompts.zero_variance_share,
         "pass_threshold": prompts.pass_threshold,
     }
-    checks = {
-        kind.value: stats.verifier_page(minutes, step, kind).verifiers
-        for kind in (Traffic.audit, Traffic.registration)
-    }
+    checks = {kind.value: verifier_page(kind).verifiers for kind in (Traffic.audit, Traffic.registration)}
     return {
         "enabled": True,
         "data": data,
@@ -129,7 +141,38 @@ def overview(
         "always_solved": stats.prompt_page(owner, PromptFilter.always_solved, SOLVED_VISITS, LISTED),
         "never_solved": stats.prompt_page(owner, PromptFilter.never_solved, SOLVED_VISITS, LISTED),
         "health": health,
+        "scope": page.scope,
+        "replica_rows": replica_rows(page),
+        "differs": DIFFERS,
+        "when": clock,
     }
+
+
+def replica_rows(page: VerifierStatsPage) -> list[dict[str, Any]]:
+    """Per verifier and replica, on a page of several replicas, the verifiers whose replicas
+    differ: judged by one replica only, or pass rates or mean rewards apart by more than
+    `DIFFERS`, or p99 latencies by more than half the smaller one."""
+    if page.scope is None or len(page.scope.replicas) < 2:
+        return []
+    rows: list[dict[str, Any]] = []
+    for stat in page.verifiers:
+        if len(stat.replicas) == 1 or _differ(stat.replicas):
+            rows.extend({"verifier": stat.verifier, **f.model_dump()} for f in stat.replicas)
+    return rows
+
+
+def _differ(figures: list[ReplicaStat]) -> bool:
+    def spread(values: list[float | None]) -> float:
+        known = [v for v in values if v is not None]
+        return max(known) - min(known) if len(known) > 1 else 0.0
+
+    latencies = [f.p99_ms for f in figures if f.p99_ms is not None]
+    slow = len(latencies) > 1 and max(latencies) > 1.5 * min(latencies)
+    return (
+        spread([f.pass_rate for f in figures]) > DIFFERS
+        or spread([f.mean_score for f in figures]) > DIFFERS
+        or slow
+    )
 
 
 def prompt_view(stats: Statistics | None, owner: str, prompt_id: str) -> dict[str, Any]:

@@ -163,9 +163,10 @@ class StatsStore:
         stats.load(prompts, minutes, http)
         log.info("stats_loaded", path=str(self.path), prompts=len(prompts), minutes=len(minutes))
 
-    def flush(self, stats: Statistics) -> int:
-        """Write what changed; returns the number of rows written."""
-        dirty = stats.take_dirty()
+    def flush(self, stats: Statistics, dirty: Dirty | None = None) -> int:
+        """Write what changed (`dirty`, if already taken from `stats`); returns the number of
+        rows written. On failure the records are marked changed again in `stats`."""
+        dirty = stats.take_dirty() if dirty is None else dirty
         try:
             self._write(dirty)
         except Exception:

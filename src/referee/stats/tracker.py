@@ -36,10 +36,10 @@ from referee.models import (
     Verdict,
     VerifierStatsPage,
 )
-from referee.stats.buckets import HttpBucket, MinuteBucket, copy_bucket, is_zero_variance, step_start
+from referee.stats.buckets import HttpBucket, MinuteBucket, copy_bucket, is_zero_variance
 from referee.stats.prompts import PromptRecord
 from referee.stats.traffic import current_traffic
-from referee.stats.views import http_stat, verifier_stats
+from referee.stats.views import ReplicaHttp, ReplicaMinute, http_page, verifier_page
 
 DIFFICULTY_BINS = 10
 
@@ -261,32 +261,26 @@ class Statistics:
         """Each verifier of `traffic` over the last `minutes` (never beyond the window kept),
         its series in steps of `step_minutes`, and its versions."""
         minutes, oldest = self._window(minutes)
-        # name -> version -> (minute, bucket), copied under the lock, merged outside it.
-        found: dict[str, dict[str, list[tuple[int, MinuteBucket]]]] = {}
-        with self._lock:
-            for (kind, name, version), buckets in self._series.items():
-                if kind != traffic.value:
-                    continue
-                # A series idle since keeps its expired minutes until its next entry.
-                rows = [(m, copy_bucket(b)) for m, b in buckets.items() if m >= oldest]
-                if rows:
-                    found.setdefault(name, {})[version] = rows
-        stats = [
-            stat
-            for name, versions in sorted(found.items())
-            if (stat := verifier_stats(name, versions, step_minutes)) is not None
-        ]
-        return VerifierStatsPage(minutes=minutes, step_minutes=step_minutes, traffic=traffic, verifiers=stats)
+        return verifier_page(self.rows(oldest)[0], minutes, step_minutes, traffic)
 
     def http_page(self, minutes: int = 60, step_minutes: int = 1) -> HttpStat:
         """The API's HTTP answers over the last `minutes`, in steps of `step_minutes`."""
         minutes, oldest = self._window(minutes)
+        return http_page(self.rows(oldest)[1], step_minutes)
+
+    def rows(self, oldest: int, replica: str = "") -> tuple[list[ReplicaMinute], list[ReplicaHttp]]:
+        """Copies of the verifier and HTTP minutes from `oldest` on, tagged with `replica`
+        (copied under the lock, merged into pages outside it)."""
         with self._lock:
-            rows = [(step_start(m, step_minutes), b) for m, b in self._http.items() if m >= oldest]
-            steps: dict[int, HttpBucket] = {}
-            for start, bucket in rows:
-                steps.setdefault(start, HttpBucket()).merge(bucket)
-        return http_stat(steps)
+            # A series idle since keeps its expired minutes until its next entry.
+            minutes = [
+                (replica, (*key, m), copy_bucket(b))
+                for key, buckets in self._series.items()
+                for m, b in buckets.items()
+                if m >= oldest
+            ]
+            http = [(replica, m, replace(b)) for m, b in self._http.items() if m >= oldest]
+        return minutes, http
 
     def prompt_count(self, owner: str | None = None) -> int:
         """Records kept, over all owners or for `owner`."""

@@ -1,9 +1,28 @@
-"""Buckets read out as the API's pages: a verifier's versions summed and stepped, HTTP steps."""
+"""Buckets read out as the API's pages: a verifier's versions summed and stepped, HTTP steps.
+
+The pages are built from minute rows tagged with the replica that recorded them: one replica's
+own (`tracker.Statistics`), or every replica's read from the shared store (`stats.scope`), so a
+page over all replicas is computed exactly as one over a single replica.
+"""
 
 from __future__ import annotations
 
-from referee.models import HttpStat, VerifierStat, VersionStat
+from collections.abc import Iterable
+
+from referee.models import (
+    HttpStat,
+    ReplicaStat,
+    StatsScope,
+    Traffic,
+    VerifierStat,
+    VerifierStatsPage,
+    VersionStat,
+)
 from referee.stats.buckets import HttpBucket, MinuteBucket, step_start
+
+# (replica, (traffic, verifier, name@version or "", minute), bucket), and (replica, minute, bucket).
+ReplicaMinute = tuple[str, tuple[str, str, str, int], MinuteBucket]
+ReplicaHttp = tuple[str, int, HttpBucket]
 
 
 def _version_order(version: str) -> tuple[int, str]:
@@ -13,9 +32,13 @@ def _version_order(version: str) -> tuple[int, str]:
 
 
 def verifier_stats(
-    name: str, versions: dict[str, list[tuple[int, MinuteBucket]]], step_minutes: int
+    name: str,
+    versions: dict[str, list[tuple[int, MinuteBucket]]],
+    step_minutes: int,
+    replicas: dict[str, MinuteBucket] | None = None,
 ) -> VerifierStat | None:
-    """One verifier over a window from its versions' minutes; None when nothing happened."""
+    """One verifier over a window from its versions' minutes; None when nothing happened.
+    `replicas`: its total on each replica, listed when given (a page over several)."""
     total = MinuteBucket()
     steps: dict[int, MinuteBucket] = {}
     per_version = []
@@ -38,7 +61,49 @@ def verifier_stats(
         zero_variance_share=total.zero_variance_share,
         versions=sorted(per_version, key=lambda v: _version_order(v.version)),
         series=[steps[start].view(start) for start in sorted(steps)],
+        replicas=[
+            ReplicaStat(replica=replica, **bucket.figures())
+            for replica, bucket in sorted((replicas or {}).items())
+            if bucket.verdicts
+        ],
     )
+
+
+def verifier_page(
+    rows: Iterable[ReplicaMinute],
+    minutes: int,
+    step_minutes: int,
+    traffic: Traffic,
+    scope: StatsScope | None = None,
+) -> VerifierStatsPage:
+    """The page of `traffic` from rows already cut to the window. Per-replica figures when
+    `scope` names more than one replica."""
+    # name -> version -> [(minute, bucket)], and name -> replica -> its total.
+    found: dict[str, dict[str, list[tuple[int, MinuteBucket]]]] = {}
+    per_replica: dict[str, dict[str, MinuteBucket]] = {}
+    for replica, (kind, name, version, minute), bucket in rows:
+        if kind != traffic.value:
+            continue
+        found.setdefault(name, {}).setdefault(version, []).append((minute, bucket))
+        per_replica.setdefault(name, {}).setdefault(replica, MinuteBucket()).merge(bucket)
+    several = scope is not None and len(scope.replicas) > 1
+    stats = [
+        stat
+        for name, versions in sorted(found.items())
+        if (stat := verifier_stats(name, versions, step_minutes, per_replica[name] if several else None))
+        is not None
+    ]
+    return VerifierStatsPage(
+        minutes=minutes, step_minutes=step_minutes, traffic=traffic, verifiers=stats, scope=scope
+    )
+
+
+def http_page(rows: Iterable[ReplicaHttp], step_minutes: int) -> HttpStat:
+    """The HTTP answers, from rows already cut to the window, in steps of `step_minutes`."""
+    steps: dict[int, HttpBucket] = {}
+    for _, minute, bucket in rows:
+        steps.setdefault(step_start(minute, step_minutes), HttpBucket()).merge(bucket)
+    return http_stat(steps)
 
 
 def http_stat(steps: dict[int, HttpBucket]) -> HttpStat:
