@@ -96,6 +96,16 @@ class ServiceSettings(Section):
     ui_login_max_failures: int = Field(default=10, ge=1)
     ui_login_window_s: float = Field(default=60.0, gt=0.0)
     ui_login_max_failures_all_clients: int = Field(default=100, ge=1)
+    # Connections (`referee serve`, service/connections.py): a request head must arrive within
+    # header_timeout_s of its first byte, its body within body_timeout_s of the head (else 408),
+    # an idle keep-alive connection is closed after keep_alive_s. One client address holds at
+    # most max_connections_per_client connections (0 = no limit: behind a proxy, whose address
+    # every connection has); past max_connections connections and requests together, 503.
+    header_timeout_s: float = Field(default=10.0, gt=0.0, le=600.0)
+    body_timeout_s: float = Field(default=60.0, gt=0.0, le=3600.0)
+    keep_alive_s: float = Field(default=5.0, gt=0.0, le=600.0)
+    max_connections_per_client: int = Field(default=256, ge=0)
+    max_connections: int = Field(default=4096, ge=0, description="0 = no limit.")
 
 
 class RequestLimits(Section):
