@@ -27,16 +27,17 @@ SRC = REPO / "src"
 ROOT = SRC / "referee"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 
-NEUTRAL = {"models", "advantages", "grouping", "errors", "settings", "logs", "turns"}
+NEUTRAL = {"models", "advantages", "grouping", "errors", "settings", "logs", "turns", "breaker"}
 COMPOSITION_ROOT = {"cli", "__main__", "__init__"}
 # package -> the packages it may import (neutral modules are always allowed).
 ALLOWED: dict[str, set[str]] = {
     "sandbox": set(),
-    "verifiers": {"sandbox"},
+    "judges": set(),
+    "verifiers": {"sandbox", "judges"},
     "scoring": {"verifiers"},
     "registered": {"verifiers", "sandbox"},
-    "runtime": {"scoring", "registered", "verifiers", "sandbox", "stats"},
-    "service": {"runtime", "scoring", "registered", "verifiers", "sandbox", "audit", "stats"},
+    "runtime": {"scoring", "registered", "verifiers", "sandbox", "stats", "judges"},
+    "service": {"runtime", "scoring", "registered", "verifiers", "sandbox", "audit", "stats", "judges"},
     "stats": set(),
     "client": set(),
     "trainer_adapter": {"client"},

@@ -6,8 +6,10 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from referee.settings import FLAT_NAMES, SandboxSettings, Settings, UnknownSetting
 
@@ -157,3 +159,63 @@ def test_what_replicas_adopt_holds_no_secret(monkeypatch: pytest.MonkeyPatch) ->
     replica = _settings(**shared)
     assert replica.workers.count == 3 and replica.sandbox.pool_size == 2
     assert replica.service.admin_keys == ["admin-secret"] and replica.registry.db_url
+
+
+JUDGE_KEY = "sk-judge-key-0123456789"
+
+
+def test_judge_endpoints_are_json_in_one_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoints = {
+        "default": {
+            "url": "http://gpu-node:8000/v1/",
+            "model": "Qwen/Qwen2.5-7B-Instruct",
+            "api_key": JUDGE_KEY,
+        },
+        "openai": {
+            "url": "https://api.openai.com/v1",
+            "model": "gpt-4o-mini",
+            "api_key_env": "OPENAI_API_KEY",
+        },
+    }
+    monkeypatch.setenv("REFEREE_JUDGE_ENDPOINTS", json.dumps(endpoints))
+    monkeypatch.setenv("REFEREE_JUDGE_CACHE_ENTRIES", "10")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    judges = _settings().judges
+    assert judges.cache_entries == 10 and sorted(judges.endpoints) == ["default", "openai"]
+    default = judges.endpoints["default"]
+    assert default.url == "http://gpu-node:8000/v1"  # the base URL, without its trailing slash
+    assert (default.max_concurrency, default.timeout_s, default.retries) == (16, 60.0, 2)
+    assert default.key() == JUDGE_KEY and judges.endpoints["openai"].key() == "sk-from-env"
+    # The key is in no repr, no dump, and not in what Ray replicas adopt (they read the variable).
+    s = _settings()
+    for text in (repr(s), str(s.judges), repr(default), s.model_dump_json(), json.dumps(s.shared())):
+        assert JUDGE_KEY not in text
+    assert "endpoints" not in s.shared().get("judges", {})
+    assert _settings().judges.endpoints == _settings(judge_endpoints=endpoints).judges.endpoints
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "problem"),
+    [
+        ({"url": "ftp://gpu-node/v1", "model": "m"}, "http(s)://host"),
+        ({"url": f"http://user:{JUDGE_KEY}@gpu-node/v1", "model": "m"}, "may not carry credentials"),
+        ({"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "api_key_env": "K"}, "not both"),
+        ({"url": "http://gpu-node/v1", "api_key": JUDGE_KEY}, "Field required"),
+        (
+            {"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "max_concurrency": 0},
+            "greater than",
+        ),
+    ],
+)
+def test_a_wrong_judge_endpoint_is_refused_without_echoing_it(endpoint: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        _settings(judge_endpoints={"default": endpoint})
+    assert problem in str(caught.value) and JUDGE_KEY not in str(caught.value)
+
+
+def test_judge_endpoints_that_are_not_json_are_refused_without_echoing_them() -> None:
+    with pytest.raises(ValidationError, match="not JSON") as caught:
+        _settings(judge_endpoints=f'{{"default": {{"api_key": "{JUDGE_KEY}"')
+    assert JUDGE_KEY not in str(caught.value)
+    with pytest.raises(ValidationError, match="String should match pattern"):
+        _settings(judge_endpoints={"no spaces": {"url": "http://h/v1", "model": "m"}})

@@ -2,7 +2,8 @@
 
 Sections: `service` (HTTP, auth), `limits` (request sizes), `workers` (verifier processes and
 admission), `registry` (which verifiers exist: extras, plugins, registered types and their
-store, webhooks), `stats`, `audits`, `sandbox` and `ray`.
+store, webhooks), `stats`, `audits`, `judges` (model endpoints of judge verifiers), `sandbox`
+and `ray`.
 
 Each setting has one flat name, the environment variable without its `REFEREE_` prefix:
 `REFEREE_WORKERS` is `workers.count`, `REFEREE_SANDBOX_POOL_SIZE` is `sandbox.pool_size`,
@@ -16,12 +17,22 @@ This module is the only place that reads the process environment (tests/test_no_
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -232,6 +243,88 @@ class AuditSettings(Section):
     sandbox_share: float = Field(default=0.25, gt=0.0, le=1.0)
 
 
+class JudgeEndpoint(BaseModel):
+    """One OpenAI-compatible chat-completions server (vLLM, SGLang, TGI, `transformers serve`,
+    OpenAI) that judge verifiers may call, by its name in `JudgeSettings.endpoints`."""
+
+    # hide_input_in_errors: a validation error must not print the endpoint (its key) back.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    url: str = Field(max_length=2000, description="The OpenAI base URL, e.g. http://gpu-node:8000/v1.")
+    model: str = Field(min_length=1, max_length=500, description="The model name sent by default.")
+    # The key, sent as `Authorization: Bearer`; or the name of an environment variable that
+    # holds it (read when the service starts), so the key need not sit in REFEREE_JUDGE_ENDPOINTS.
+    api_key: SecretStr | None = Field(default=None, repr=False)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # Requests in flight (servers like vLLM batch concurrent requests; match --max-num-seqs).
+    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    timeout_s: float = Field(default=60.0, gt=0.0, le=3600.0, description="Per attempt.")
+    retries: int = Field(default=2, ge=0, le=10, description="Attempts after the first.")
+    breaker_failures: int = Field(default=5, ge=1, description="Consecutive failed calls to open.")
+    breaker_reset_s: float = Field(default=30.0, gt=0.0, description="Open state before a trial.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        try:
+            url = urlsplit(value)
+            url.port  # noqa: B018 (raises on an invalid port)
+        except ValueError:
+            raise ValueError("invalid URL") from None
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError("the URL must be http(s)://host[:port]/...")
+        if "@" in url.netloc or url.query or url.fragment:
+            # Credentials in the URL would be logged with it: give them as api_key(_env).
+            raise ValueError("the URL may not carry credentials, a query or a fragment (use api_key)")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _one_key(self) -> JudgeEndpoint:
+        if self.api_key is not None and self.api_key_env is not None:
+            raise ValueError("give api_key or api_key_env, not both")
+        return self
+
+    def key(self) -> str | None:
+        """The API key: given, or read from `api_key_env` now (None when that is unset)."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value() or None
+        if self.api_key_env is not None:
+            return os.environ.get(self.api_key_env) or None
+        return None
+
+
+def _json_object(value: object) -> object:
+    """REFEREE_JUDGE_ENDPOINTS is a JSON object (the environment's form) or a mapping."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            # The message, not the text: the text may hold a key.
+            raise ValueError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    return value
+
+
+EndpointName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+
+
+class JudgeSettings(Section):
+    """Model endpoints of judge verifiers (`referee.judges`): named OpenAI-compatible servers,
+    and the verdict cache. A request names an endpoint, never a URL. No endpoint configured: no
+    judge calls (judge verdicts are errors saying so)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    flat_prefix: ClassVar[str] = "judge_"
+
+    # name -> endpoint, as JSON in REFEREE_JUDGE_ENDPOINTS. Kept out of repr (keys), hence not
+    # forwarded to Ray replicas either: set the variable on every node, like every secret.
+    endpoints: Annotated[dict[EndpointName, JudgeEndpoint], BeforeValidator(_json_object)] = Field(
+        default_factory=dict, repr=False
+    )
+    # Parsed judge outcomes kept in memory (LRU), keyed by model, template version, response,
+    # reference and criterion: repeated samples and re-scoring cost no call.
+    cache_entries: int = Field(default=100_000, ge=0, le=10_000_000)
+
+
 class SandboxSettings(Section):
     """The Docker sandbox of the `code` verifier and registered python graders.
 
@@ -362,6 +455,7 @@ SECTIONS: dict[str, type[Section]] = {
     "registry": RegistrySettings,
     "stats": StatsSettings,
     "audits": AuditSettings,
+    "judges": JudgeSettings,
     "sandbox": SandboxSettings,
     "ray": RaySettings,
 }
@@ -432,7 +526,11 @@ def _section(model: type[Section]) -> Any:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="forbid")
+    # hide_input_in_errors: an invalid setting is named with what is wrong, never echoed (it may
+    # hold a key: a judge endpoint's, a database URL's password).
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=".env", extra="forbid", hide_input_in_errors=True
+    )
 
     service: ServiceSettings = _section(ServiceSettings)
     limits: RequestLimits = _section(RequestLimits)
@@ -440,6 +538,7 @@ class Settings(BaseSettings):
     registry: RegistrySettings = _section(RegistrySettings)
     stats: StatsSettings = _section(StatsSettings)
     audits: AuditSettings = _section(AuditSettings)
+    judges: JudgeSettings = _section(JudgeSettings)
     sandbox: SandboxSettings = _section(SandboxSettings)
     ray: RaySettings = _section(RaySettings)
 

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from referee.breaker import CircuitBreaker
 from referee.registered.refschema import reference_type_for, registered_class
 from referee.settings import RegistrySettings
 from referee.verifiers.base import AsyncVerifier, Check, Resources, VerifierError
@@ -138,41 +139,6 @@ def _attempts_budget(spec: WebhookSpec, settings: RegistrySettings) -> float:
     timeout = spec.timeout_s or settings.webhook_timeout_s
     retries = settings.webhook_retries if spec.retries is None else spec.retries
     return timeout * (retries + 1) + 2.0 * retries + 1.0
-
-
-class CircuitBreaker:
-    """closed -> (N consecutive failures) -> open -> (cool-down) -> half-open: one trial call;
-    its success closes the circuit, its failure opens it again.
-
-    `clock` (monotonic seconds) times the cool-down; tests pass a fake one and advance it
-    instead of sleeping the cool-down out."""
-
-    def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.threshold = failures
-        self.reset_s = reset_s
-        self.clock = clock
-        self.failures = 0
-        self.opened_at: float | None = None
-        self.trial = False
-
-    def allow(self) -> bool:
-        if self.opened_at is None:
-            return True
-        if self.trial or self.clock() - self.opened_at < self.reset_s:
-            return False
-        self.trial = True
-        return True
-
-    def success(self) -> None:
-        self.failures, self.opened_at, self.trial = 0, None, False
-
-    def failure(self) -> None:
-        self.failures += 1
-        if self.trial or self.failures >= self.threshold:
-            self.opened_at, self.trial = self.clock(), False
-
-    def retry_in(self) -> float:
-        return 0.0 if self.opened_at is None else max(0.0, self.reset_s - (self.clock() - self.opened_at))
 
 
 class WebhookRuntime:

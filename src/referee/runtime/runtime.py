@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
 from referee.runtime.jobs import BackgroundJobs
@@ -85,7 +86,9 @@ class Runtime:
         self._own_sandbox = (
             SandboxPool(settings.sandbox) if sandbox is None and settings.sandbox.enabled else None
         )
-        self.resources = Resources(sandbox=sandbox or self._own_sandbox)
+        # The judge endpoints' connections, breakers and verdict cache; none configured, none.
+        self.judges = JudgeClients(settings.judges) if settings.judges.endpoints else None
+        self.resources = Resources(sandbox=sandbox or self._own_sandbox, judges=self.judges)
         # The statistics pages: every replica's through the shared store, or this one's.
         self.scoped_stats = (
             None
@@ -153,6 +156,8 @@ class Runtime:
         """Each step registers its stop on `stack` once it has started."""
         stack.callback(self.pool.close)
         stack.push_async_callback(self.catalog.aclose)
+        if self.judges is not None:  # closed late: scoring (and its judge calls) stops first
+            stack.push_async_callback(self.judges.aclose)
         # Webhook secrets stored in plain text, or under a rotated-out key: encrypted anew.
         resealed = await self.catalog.reseal_secrets()
         self.pool.start()

@@ -58,7 +58,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     runtime = runtime or Runtime()
     settings = runtime.settings
     ensure_logging(settings.service.log_level, settings.service.log_json)
-    metrics = Metrics(runtime.pool, runtime.admission)
+    metrics = Metrics(runtime.pool, runtime.admission, runtime.judges)
     runtime.observe(metrics.observe_verdict)
 
     @asynccontextmanager

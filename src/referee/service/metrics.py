@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.scoring import Admission, WorkerPool
 
@@ -65,8 +66,45 @@ class _LaneCollector(Collector):
             yield family
 
 
+class _JudgeCollector(Collector):
+    """The judge endpoints' calls, tokens and verdict cache, read at scrape time from the
+    counters `JudgeClients` keeps (the `judges` package knows nothing of Prometheus)."""
+
+    def __init__(self, judges: JudgeClients) -> None:
+        self._judges = judges
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        cache = self._judges.cache
+        yield CounterMetricFamily(
+            "referee_judge_cache_hits", "Judge outcomes found in the verdict cache", value=cache.hits
+        )
+        yield CounterMetricFamily(
+            "referee_judge_cache_misses", "Judge outcomes looked up and not cached", value=cache.misses
+        )
+        for name, doc, label, counts in (
+            (
+                "referee_judge_calls",
+                "Chat-completion calls by endpoint and outcome (ok, or why no reply came back)",
+                "outcome",
+                self._judges.calls,
+            ),
+            (
+                "referee_judge_tokens",
+                "Tokens the judge endpoints reported using, by kind (prompt, completion)",
+                "kind",
+                self._judges.tokens,
+            ),
+        ):
+            family = CounterMetricFamily(name, doc, labels=["endpoint", label])
+            for labels, count in sorted(counts.items()):
+                family.add_metric(list(labels), count)
+            yield family
+
+
 class Metrics:
-    def __init__(self, pool: WorkerPool, admission: Admission | None = None) -> None:
+    def __init__(
+        self, pool: WorkerPool, admission: Admission | None = None, judges: JudgeClients | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "referee_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
@@ -94,6 +132,8 @@ class Metrics:
         self.registry.register(_PoolCollector(pool))
         if admission is not None:
             self.registry.register(_LaneCollector(admission))
+        if judges is not None:
+            self.registry.register(_JudgeCollector(judges))
 
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
         self.verdicts.labels(verifier, verdict.status.value).inc()

@@ -10,6 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from referee.errors import DomainError, ErrorKind, InputError
 from referee.grouping import ChunkPolicy, score_in_chunks
+from referee.judges import JudgeClients
 from referee.models import (
     AdvantageConfig,
     BatchScoreRequest,
@@ -251,6 +252,11 @@ async def readyz(scorer: ScorerDep, catalog: CatalogDep) -> JSONResponse:
     # cannot take writes; registrations get 503 + Retry-After meanwhile.
     registry_ok, registry_reason = catalog.store.health()
     checks["registry"] = {"ok": registry_ok, "reason": registry_reason}
+    # Reported, not deciding: a judge endpoint that is down fails judge verdicts (masked) only.
+    judges = scorer.resources.judges
+    if isinstance(judges, JudgeClients):
+        endpoints = judges.health()
+        checks["judges"] = {"ok": all(e["ok"] for e in endpoints.values()), "endpoints": endpoints}
     ready = checks["workers"]["ok"]
     content = {"ready": ready, "checks": checks, "lanes": scorer.admission.snapshot()}
     return JSONResponse(status_code=200 if ready else 503, content=content)

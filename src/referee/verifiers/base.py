@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
+    from referee.judges.contract import Judges
     from referee.sandbox.protocol import Job, RunResult
     from referee.sandbox.settings import SandboxSettings
 
@@ -60,6 +61,8 @@ class Resources:
     (never looked up globally, so a test can give a verifier its own)."""
 
     sandbox: CodeSandbox | None = None
+    # The service's model endpoints (judge verifiers); None when none is configured.
+    judges: Judges | None = None
 
 
 class NoOptions(BaseModel):
