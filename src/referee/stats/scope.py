@@ -94,14 +94,12 @@ class ScopedStats:
         kind = scope or self.default_scope()
         reason = None
         if kind is ScopeKind.all and self.shared is None:
-            reason = "no shared store is configured (REFEREE_DB_URL): this replica's figures only"
+            reason = "no shared store is configured (REFEREE_DB_URL)"
         elif kind is ScopeKind.all:
             try:
                 rows = await self._shared_rows(oldest)
             except SharedUnavailable as exc:
-                reason = (
-                    f"the shared statistics store cannot be read ({exc.why}): this replica's figures only"
-                )
+                reason = f"the shared statistics store cannot be read ({exc.why})"
             else:
                 others = [r for r in rows.minutes if r[0] != self.replica and r[1][3] >= oldest]
                 others_http = [r for r in rows.http if r[0] != self.replica and r[1] >= oldest]
