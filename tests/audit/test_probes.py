@@ -50,7 +50,8 @@ def test_probe(probe: Probe) -> None:
 
 
 def test_every_builtin_kind_has_a_battery_with_controls_and_the_attacks() -> None:
-    kinds = [n for n in INSTALLED.names() if not n.startswith(("length.", "regex"))]
+    # The judges' battery (probes scored by a model judge) is issue 29's later gate.
+    kinds = [n for n in INSTALLED.names() if not n.startswith(("length.", "regex", "judge_"))]
     assert "code" in kinds and any(k.startswith("logic.") for k in kinds)
     for name in kinds:
         probes = battery(name)

@@ -10,8 +10,11 @@ from referee.verifiers.installed import load_installed
 
 BUILTINS = [v.name for v in load_installed(plugins=False)]
 # `code` needs the Docker sandbox, which this server runs without; its example is checked by
-# tests/evals/test_code_dev_http.py against a server with the sandbox.
-WITHOUT_SANDBOX = [name for name in BUILTINS if name != "code"]
+# tests/evals/test_code_dev_http.py against a server with the sandbox. The `judge_*` verifiers
+# need a model endpoint, which it has none of either: their examples are checked by
+# tests/verifiers/judge/test_verifiers.py, and their verdict here is an error (below).
+JUDGES = [name for name in BUILTINS if name.startswith("judge_")]
+WITHOUT_SANDBOX = [name for name in BUILTINS if name != "code" and name not in JUDGES]
 
 
 @pytest.fixture()
@@ -51,6 +54,15 @@ def test_published_example_reproduces_its_expected_score(http: httpx.Client, nam
     verdict = http.post("/v1/score", json=payload).json()
     assert verdict["status"] == "ok", verdict
     assert verdict["score"] == pytest.approx(example["expected_score"])
+
+
+@pytest.mark.parametrize("name", JUDGES)
+def test_a_judge_without_endpoints_is_an_error_never_a_score(http: httpx.Client, name: str) -> None:
+    example = http.get(f"/v1/verifiers/{name}").json()["example"]
+    payload = {k: example[k] for k in ("response", "reference", "options")}
+    verdict = http.post("/v1/score", json={"verifier": name, **payload}).json()
+    assert verdict["status"] == "error" and verdict["score"] is None
+    assert "REFEREE_JUDGE_ENDPOINTS" in verdict["reason"]
 
 
 def test_openapi_and_docs_are_served(http: httpx.Client) -> None:

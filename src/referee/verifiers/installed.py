@@ -34,6 +34,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "referee.verifiers.math",
     "referee.verifiers.logic",
     "referee.verifiers.code",
+    "referee.verifiers.judge",
 )
 
 log = structlog.get_logger(__name__)

@@ -1,0 +1,129 @@
+"""A group's judge calls: cache first, one call per distinct prompt, every reply parsed.
+
+A verdict needs one judge call per (response, criterion). The calls a group needs are keyed
+by everything that decides their outcome (the model, the template's name@version, the sampling
+settings, the response, the reference, the criterion, the labels); a key found in the
+service's verdict cache costs no call, and keys repeated within the group (a converged policy
+answers the same thing eight times) are asked once. What is left goes to the endpoint in one
+`complete_many`, so the transport can batch it and hold it to the endpoint's concurrency.
+
+Only parsed verdicts are cached: a failure (no reply, an unparseable one) is asked again next
+time, since it says nothing lasting about the response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from referee.judges import ChatFailure, ChatReply, ChatRequest, Judges
+from referee.verifiers.base import VerifierError
+from referee.verifiers.judge.parsers import Parsed, UnparseableReply
+
+RAW_CHARS = 500  # of the judge's reply kept in the verdict's details
+REASON_RAW_CHARS = 160  # of an unparseable reply quoted in the error's reason
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One judge call a verdict needs."""
+
+    key: str  # the cache key (cache_key)
+    request: ChatRequest
+    parse: Callable[[ChatReply], Parsed]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A parsed judge verdict, as cached and as reported in a verdict's details."""
+
+    score: float
+    value: str
+    raw: str  # the judge's reply, cut to RAW_CHARS
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool = False
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "judge_verdict": self.value,
+            "judge_model": self.model,
+            "judge_reply": self.raw,
+            "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
+            "latency_s": round(self.latency_s, 4),
+            "cached": self.cached,
+        }
+
+    def stored(self) -> dict[str, Any]:
+        """Plain JSON for the cache (which may live outside the process)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "cached"}
+
+    @classmethod
+    def from_stored(cls, stored: Any) -> Answer | None:
+        try:
+            return cls(**stored, cached=True)
+        except TypeError:  # another version's entry: asked again
+            return None
+
+
+def cache_key(model: str, template: str, sampling: Any, **parts: Any) -> str:
+    """The verdict cache's key: a digest of everything that decides the judge's outcome."""
+    payload = json.dumps(
+        {"model": model, "template": template, "sampling": repr(sampling), **parts},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return "judge:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _answer(reply: ChatReply | ChatFailure, ask: Ask) -> Answer | VerifierError:
+    endpoint = ask.request.endpoint
+    if isinstance(reply, ChatFailure):
+        return VerifierError(f"judge endpoint {endpoint!r} failed ({reply.kind}): {reply.detail}"[:400])
+    try:
+        parsed = ask.parse(reply)
+    except UnparseableReply as exc:
+        excerpt = reply.text.strip()[-REASON_RAW_CHARS:]
+        return VerifierError(f"judge reply unparseable: {exc}; the reply ends {excerpt!r}")
+    return Answer(
+        parsed.score,
+        parsed.value,
+        reply.text[:RAW_CHARS],
+        reply.model,
+        reply.prompt_tokens,
+        reply.completion_tokens,
+        reply.latency_s,
+    )
+
+
+async def ask_all(judges: Judges, asks: Sequence[Ask]) -> list[Answer | VerifierError]:
+    """One result per ask, in order."""
+    cache = judges.cache
+    results: dict[str, Answer | VerifierError] = {}
+    pending: dict[str, Ask] = {}
+    for ask in asks:
+        if ask.key in results or ask.key in pending:
+            continue
+        stored = cache.get(ask.key)
+        hit = Answer.from_stored(stored) if stored is not None else None
+        if hit is not None:
+            results[ask.key] = hit
+        else:
+            pending[ask.key] = ask
+    if pending:
+        todo = list(pending.values())
+        replies = await judges.complete_many([ask.request for ask in todo])
+        if len(replies) != len(todo):
+            raise VerifierError(f"the judge transport returned {len(replies)} results for {len(todo)} calls")
+        for ask, reply in zip(todo, replies, strict=True):
+            answer = _answer(reply, ask)
+            results[ask.key] = answer
+            if isinstance(answer, Answer):
+                cache.put(ask.key, answer.stored())
+    return [results[ask.key] for ask in asks]

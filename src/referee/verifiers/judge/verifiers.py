@@ -1,0 +1,289 @@
+"""`judge_equivalence`, `judge_rubric`, `judge_label`: rewards graded by a language model.
+
+Each runs in the service's event loop (lane "io") and asks the service's judge endpoints
+(`Resources.judges`, named in REFEREE_JUDGE_ENDPOINTS; a request names an endpoint, never a
+URL). Per response: the part to judge is picked (`extract`), long texts are cut in the middle,
+judge-directed injections are flagged (defences.py), the response is fenced into a built-in
+template (templates.py), and the group's calls go out together through the verdict cache
+(calls.py). The judge's last line is parsed strictly (parsers.py).
+
+What is never a 0 or a 1: no endpoint configured, an unknown endpoint, a failed call
+(timeout, refusal, open breaker...), a reply with no parseable verdict. Those are error
+verdicts (score null, masked in training): they say nothing about the response. An empty
+response, or one whose thinking never ends, is a 0 without a call, as for every verifier.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from referee.judges import ChatReply, ChatRequest
+from referee.verifiers.base import AsyncVerifier, Check, Resources, Verifier, VerifierError
+from referee.verifiers.judge.calls import Answer, Ask, ask_all, cache_key
+from referee.verifiers.judge.defences import screen
+from referee.verifiers.judge.options import (
+    DEFAULT_LABELS,
+    Criterion,
+    EquivalenceOptions,
+    JudgeOptions,
+    LabelOptions,
+    LabelReference,
+    RubricOptions,
+    RubricReference,
+)
+from referee.verifiers.judge.parsers import Parsed, parse_choice, parse_score
+from referee.verifiers.judge.templates import TEMPLATES, OutputFormat, Template
+from referee.verifiers.short_answer import select_answer
+
+CRITERION_SHOWN = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    template: Template
+    output: OutputFormat
+    reference: str | None
+    criteria: tuple[Criterion | None, ...]  # (None,): one call per response, no criterion
+    labels: tuple[str, ...] = ()
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    """`text` with its middle replaced by a marker when longer than `limit`; chars cut."""
+    if len(text) <= limit:
+        return text, 0
+    keep = limit // 2
+    cut = len(text) - 2 * keep
+    return f"{text[:keep]}\n[... {cut} characters cut by the service ...]\n{text[-keep:]}", cut
+
+
+def _parser(output: OutputFormat) -> Any:
+    def parse(reply: ChatReply) -> Parsed:
+        if output.choices is not None:
+            return parse_choice(reply.text, output.key, output.choices, reply.finish_reason)
+        return parse_score(reply.text, output.key, output.low, output.high, reply.finish_reason)
+
+    return parse
+
+
+class JudgeVerifier(AsyncVerifier):
+    """The flow the three share; subclasses prepare the reference and combine the answers."""
+
+    version: ClassVar[str] = "1"
+    # Per verdict (wall clock): a judge call may wait behind the endpoint's concurrency limit
+    # and retry; the transport's own timeouts end a stuck call first.
+    time_budget_s: ClassVar[float | None] = 120.0
+
+    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
+        raise NotImplementedError
+
+    async def check_group(
+        self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
+    ) -> list[Check | VerifierError]:
+        prep: Prepared = prepared
+        opts = options if isinstance(options, JudgeOptions) else self.validate_options(options)
+        assert isinstance(opts, JudgeOptions)
+        judges = resources.judges
+        if judges is None:
+            raise VerifierError("no judge endpoints are configured in this service (REFEREE_JUDGE_ENDPOINTS)")
+        configured = judges.endpoint_model(opts.endpoint)
+        if configured is None:
+            raise VerifierError(f"unknown judge endpoint {opts.endpoint!r}: none of that name is configured")
+        model = opts.model or configured
+        sampling = opts.sampling.to_contract()
+        parse = _parser(prep.output)
+
+        results: list[Check | VerifierError | None] = []
+        asks: list[Ask] = []
+        owners: list[tuple[int, int]] = []  # (response index, criterion index) of each ask
+        notes: list[dict[str, Any]] = []
+        for i, response in enumerate(responses):
+            text = select_answer(response, opts.extract)
+            notes.append({})
+            if text is None or not text.strip():
+                why = "no answer to judge: the <think> block never closes" if text is None else "empty answer"
+                results.append(Check(0.0, reason=why, details={"judge_called": False}))
+                continue
+            text, cut = _cut(text, opts.max_response_chars)
+            screened = screen(text)
+            notes[i] = {**screened.details(), **({"chars_cut": cut} if cut else {})}
+            results.append(None)
+            for c, criterion in enumerate(prep.criteria):
+                messages = prep.template.render(
+                    screened.text,
+                    reference=prep.reference,
+                    criterion=criterion.criterion if criterion else None,
+                    labels=prep.labels,
+                )
+                key = cache_key(
+                    model,
+                    prep.template.qualified,
+                    sampling,
+                    response=screened.text,
+                    reference=prep.reference,
+                    criterion=criterion.criterion if criterion else None,
+                    labels=list(prep.labels),
+                )
+                request = ChatRequest(opts.endpoint, messages, sampling, opts.model)
+                asks.append(Ask(key, request, parse))
+                owners.append((i, c))
+        answers = await ask_all(judges, asks) if asks else []
+        per_response: dict[int, list[Answer | VerifierError]] = {}
+        for (i, _), answer in zip(owners, answers, strict=True):
+            per_response.setdefault(i, []).append(answer)
+        out: list[Check | VerifierError] = []
+        for i, result in enumerate(results):
+            if result is not None:
+                out.append(result)
+                continue
+            got = per_response[i]
+            failed = next(((c, a) for c, a in enumerate(got) if isinstance(a, VerifierError)), None)
+            if failed is not None:
+                out.append(self._failure(failed[0], failed[1], prep))
+                continue
+            check = self.combine([a for a in got if isinstance(a, Answer)], prep)
+            out.append(
+                Check(
+                    check.score,
+                    check.reason,
+                    {**check.details, "template": prep.template.qualified, **notes[i]},
+                )
+            )
+        return out
+
+    def _failure(self, index: int, error: VerifierError, prep: Prepared) -> VerifierError:
+        criterion = prep.criteria[index]
+        if criterion is None:
+            return error
+        shown = criterion.criterion[:60]
+        return VerifierError(f"criterion {index + 1} ({shown!r}): {error}")
+
+
+class JudgeEquivalenceVerifier(JudgeVerifier):
+    name: ClassVar[str] = "judge_equivalence"
+    description: ClassVar[str] = (
+        "A model judge decides whether the response's final answer is equivalent to the reference "
+        "answer (free-form answers that rules cannot compare); score 1 or 0. No parseable verdict, "
+        "or no judge endpoint, is an error verdict (masked), never a 0. Needs REFEREE_JUDGE_ENDPOINTS."
+    )
+    reference_type: ClassVar[Any] = str
+    options_model: ClassVar[type[BaseModel]] = EquivalenceOptions
+    example: ClassVar[dict[str, Any]] = {
+        "response": "The train covers 120 km in 1.5 hours, so its speed is \\boxed{80 \\text{ km/h}}.",
+        "reference": "80 kilometres per hour",
+        "options": {"endpoint": "default"},
+        "expected_score": 1.0,
+    }
+
+    def prepare(self, reference: Any, options: Any) -> Prepared:
+        template = TEMPLATES[options.template]
+        assert template.output is not None
+        return Prepared(template, template.output, str(reference), (None,))
+
+    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
+        (answer,) = answers
+        reason = None if answer.score == 1.0 else "the judge found the answer not equivalent to the reference"
+        return Check(answer.score, reason, answer.details())
+
+
+class JudgeRubricVerifier(JudgeVerifier):
+    name: ClassVar[str] = "judge_rubric"
+    description: ClassVar[str] = (
+        "A model judge checks each criterion of a rubric separately (met or not, or a 0..10 score); "
+        "score = the weighted mean. A criterion without a parseable verdict makes the verdict an "
+        "error (masked), never a 0. Needs REFEREE_JUDGE_ENDPOINTS."
+    )
+    reference_type: ClassVar[Any] = RubricReference
+    options_model: ClassVar[type[BaseModel]] = RubricOptions
+    example: ClassVar[dict[str, Any]] = {
+        "response": "Photosynthesis turns light, water and carbon dioxide into glucose and oxygen.",
+        "reference": {
+            "criteria": [
+                {"criterion": "Names light as the energy source.", "weight": 1.0},
+                {"criterion": "Names glucose and oxygen as the products.", "weight": 2.0},
+            ]
+        },
+        "options": {"endpoint": "default", "template": "rubric_yes_no"},
+        "expected_score": 1.0,
+    }
+
+    def prepare(self, reference: Any, options: Any) -> Prepared:
+        ref = (
+            reference if isinstance(reference, RubricReference) else RubricReference.model_validate(reference)
+        )
+        template = TEMPLATES[options.template]
+        assert template.output is not None
+        return Prepared(template, template.output, ref.reference, tuple(ref.criteria))
+
+    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
+        criteria = [c for c in prepared.criteria if c is not None]
+        total = sum(c.weight for c in criteria)
+        score = sum(c.weight * a.score for c, a in zip(criteria, answers, strict=True)) / total
+        per_criterion = [
+            {"criterion": c.criterion[:CRITERION_SHOWN], "weight": c.weight, "score": a.score, **a.details()}
+            for c, a in zip(criteria, answers, strict=True)
+        ]
+        unmet = sum(a.score < 1.0 for a in answers)
+        reason = None if not unmet else f"{unmet} of {len(answers)} criteria not fully met"
+        return Check(
+            min(1.0, max(0.0, score)),
+            reason,
+            {
+                "criteria": per_criterion,
+                "tokens": {
+                    "prompt": sum(a.prompt_tokens for a in answers),
+                    "completion": sum(a.completion_tokens for a in answers),
+                },
+                "cached": sum(a.cached for a in answers),
+            },
+        )
+
+
+class JudgeLabelVerifier(JudgeVerifier):
+    name: ClassVar[str] = "judge_label"
+    description: ClassVar[str] = (
+        "A model judge gives the response one label of a fixed set (default: correct, "
+        "partially_correct, incorrect), mapped to its score. A label outside the set, or no "
+        "parseable label, is an error verdict (masked), never a 0. Needs REFEREE_JUDGE_ENDPOINTS."
+    )
+    reference_type: ClassVar[Any] = str | LabelReference
+    options_model: ClassVar[type[BaseModel]] = LabelOptions
+    example: ClassVar[dict[str, Any]] = {
+        "response": "The French Revolution began in 1789 with the storming of the Bastille.",
+        "reference": {
+            "reference": "1789",
+            "labels": {"correct": 1.0, "partially_correct": 0.5, "incorrect": 0.0},
+        },
+        "options": {"endpoint": "default"},
+        "expected_score": 1.0,
+    }
+
+    @classmethod
+    def validate_reference(cls, reference: Any) -> Any:
+        """A `{"reference", "labels"}` object stored as JSON text (as verl's datasets keep
+        structured references) is that object, not a gold answer that reads like JSON."""
+        if isinstance(reference, str) and reference.lstrip().startswith("{"):
+            try:
+                decoded = json.loads(reference)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict) and decoded and decoded.keys() <= {"reference", "labels"}:
+                return LabelReference.model_validate(decoded)
+        return super().validate_reference(reference)
+
+    def prepare(self, reference: Any, options: Any) -> Prepared:
+        ref = reference if isinstance(reference, LabelReference) else LabelReference(reference=str(reference))
+        labels = ref.labels or options.labels or DEFAULT_LABELS
+        template = TEMPLATES[options.template]
+        return Prepared(template, OutputFormat("LABEL", labels), ref.reference, (None,), tuple(labels))
+
+    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
+        (answer,) = answers
+        return Check(answer.score, f"judged {answer.value}", answer.details())
+
+
+VERIFIERS: list[type[Verifier]] = [JudgeEquivalenceVerifier, JudgeRubricVerifier, JudgeLabelVerifier]
