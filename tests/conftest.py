@@ -21,6 +21,9 @@ from tests.support.scorers import FakeScorer
 # too small to gain anything from a second thread. An explicit setting is kept.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# The `openai_server` and `tiny_chat_model` fixtures: `transformers serve` over a tiny local model.
+pytest_plugins = ("tests.support.openai_server",)
+
 REPO = Path(__file__).resolve().parents[1]
 TEST_VERIFIERS = "tests.support.verifiers:TEST_VERIFIERS"
 
