@@ -16,7 +16,7 @@ response, or one whose thinking never ends, is a 0 without a call, as for every 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -61,7 +61,7 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     return f"{text[:keep]}\n[... {cut} characters cut by the service ...]\n{text[-keep:]}", cut
 
 
-def _parser(output: OutputFormat) -> Any:
+def _parser(output: OutputFormat) -> Callable[[ChatReply], Parsed]:
     def parse(reply: ChatReply) -> Parsed:
         if output.choices is not None:
             return parse_choice(reply.text, output.key, output.choices, reply.finish_reason)
