@@ -114,7 +114,7 @@ def test_a_trickling_body_gets_408(server: BackgroundServer) -> None:
     try:
         sock.sendall(
             b"POST /v1/score HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
-            b"content-length: 1000\r\n\r\n{\"verifier\": "
+            b'content-length: 1000\r\n\r\n{"verifier": '
         )
         closed, sent = _closed_within(sock, within(BODY_TIMEOUT_S + 3))
         assert closed and sent.startswith(b"HTTP/1.1 408 "), sent

@@ -224,3 +224,29 @@ def test_each_replica_judges_programs_in_sandbox_containers(stack: Stack, replic
     assert verdicts["wrong"]["status"] == "ok" and verdicts["wrong"]["score"] == 0.0, verdicts
     # Judged in this replica's own sandbox containers, siblings on the host's engine.
     assert _sandbox_containers([stack.sandbox_instances[replica]]), "no sandbox container of this replica"
+
+
+def test_every_replica_shows_every_replicas_verifier_statistics(stack: Stack) -> None:
+    """After the code verdicts above (2 on each replica), each replica's verifier statistics sum
+    both replicas' (published through PostgreSQL at each flush, every 5 s by default), and the
+    page says whose figures they are."""
+    deadline = time.monotonic() + within(30)
+    for url in stack.urls:
+        while True:
+            page = _json(httpx.get(f"{url}/v1/stats/verifiers", timeout=30), stack)
+            code = {v["verifier"]: v for v in page["verifiers"]}.get("code")
+            if (
+                code is not None
+                and code["verdicts"] == 2 * REPLICAS
+                and len(page["scope"]["replicas"]) == REPLICAS
+            ):
+                break
+            assert time.monotonic() < deadline, f"{url}: {page['scope']} {code}\n{stack.logs()}"
+            time.sleep(0.5)
+        assert page["scope"]["kind"] == "all" and page["scope"]["reason"] is None, page["scope"]
+        # The correct program passed on each replica, the wrong one failed; the breakdown
+        # names each replica by the sandbox instance it claimed.
+        assert code["pass_rate"] == 0.5, code
+        assert {r["replica"]: r["verdicts"] for r in code["replicas"]} == dict.fromkeys(
+            stack.sandbox_instances, 2
+        )
