@@ -52,9 +52,9 @@ CHATML = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-# A start imports torch twice (the server, then the process it spawns for the model): 17-40 s
-# on a shared 2-core machine under load; 120 s (scaled by REFEREE_TEST_TIME_FACTOR) before the
-# fixture gives up and fails with the server's log.
+# A start imports torch twice (the server, then the process it spawns for the model): ~10 s on
+# a quiet 2-core machine, 17-40 s on a loaded one; 120 s (scaled by REFEREE_TEST_TIME_FACTOR)
+# before the fixture gives up and fails with the server's log.
 READY_WITHIN_S = 120.0
 
 
