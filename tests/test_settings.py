@@ -134,9 +134,15 @@ def test_flat_names_are_one_per_field() -> None:
     assert FLAT_NAMES["db_path"] == ("registry", "db_path")
 
 
-def test_stats_file_defaults_to_beside_the_registry(tmp_path: Path) -> None:
-    assert _settings(db_path=tmp_path / "r.db").stats_path() == tmp_path / "referee-stats.db"
+def test_stats_file_defaults_to_beside_the_registry_named_after_it(tmp_path: Path) -> None:
+    assert _settings(db_path=tmp_path / "r.db").stats_path() == tmp_path / "r-stats.db"
+    assert _settings(db_path=tmp_path / "referee.db").stats_path() == tmp_path / "referee-stats.db"
     assert _settings(stats_db_path=tmp_path / "s.db").stats_path() == tmp_path / "s.db"
+    # When another running service holds it: this instance's own file, named by its port.
+    assert _settings(db_path=tmp_path / "r.db", port=8123).stats_paths() == [
+        tmp_path / "r-stats.db",
+        tmp_path / "r-stats-8123.db",
+    ]
 
 
 def test_what_replicas_adopt_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:

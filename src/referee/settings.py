@@ -566,8 +566,18 @@ class Settings(BaseSettings):
         )
 
     def stats_path(self) -> Path:
-        """Where statistics are persisted: stats.db_path, else beside the registry's file."""
-        return self.stats.db_path or self.registry.db_path.with_name("referee-stats.db")
+        """Where statistics are persisted: stats.db_path, else beside the registry's file and
+        named after it (`referee.db` -> `referee-stats.db`): services whose registries share a
+        directory keep their statistics apart."""
+        registry = self.registry.db_path
+        return self.stats.db_path or registry.with_name(f"{registry.stem}-stats.db")
+
+    def stats_paths(self) -> list[Path]:
+        """`stats_path()`, then the file of this instance (its port) for when another running
+        service holds the first one (two services on one registry file, or one stats path)."""
+        first = self.stats_path()
+        instance = self.service.port or os.getpid()
+        return [first, first.with_name(f"{first.stem}-{instance}{first.suffix}")]
 
     def shared(self) -> dict[str, Any]:
         """What another process of the same service (a Ray replica) should adopt: the values

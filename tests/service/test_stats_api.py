@@ -209,6 +209,44 @@ def test_statistics_survive_a_restart(tmp_path: Path) -> None:
     assert again == verdicts
 
 
+def _verdicts(server: BackgroundServer) -> dict[str, int]:
+    return {
+        v["verifier"]: v["verdicts"]
+        for v in httpx.get(f"{server.url}/v1/stats/verifiers").json()["verifiers"]
+    }
+
+
+def test_two_services_in_one_directory_keep_their_statistics_apart(tmp_path: Path) -> None:
+    """Registries side by side (a.db, b.db) get statistics side by side (a-stats.db,
+    b-stats.db); two services on one registry file do not flush into one statistics file (each
+    would overwrite the other's records): the second takes a file of its own, by its port. Each
+    reads back exactly its own figures after a restart."""
+    a = make_settings(workers=1, db_path=tmp_path / "a.db", stats_flush_s=0.2)
+    b = make_settings(workers=1, db_path=tmp_path / "b.db", stats_flush_s=0.2)
+    with BackgroundServer(a) as first, BackgroundServer(b) as second:
+        assert httpx.post(f"{first.url}/v1/groups", json=groups(("only-a", 2, 1))).status_code == 200
+        assert httpx.post(f"{second.url}/v1/groups", json=groups(("only-b", 3, 0))).status_code == 200
+    assert (tmp_path / "a-stats.db").exists() and (tmp_path / "b-stats.db").exists()
+    with BackgroundServer(a) as first, BackgroundServer(b) as second:
+        for server, prompt in ((first, "only-a"), (second, "only-b")):
+            (kept,) = httpx.get(f"{server.url}/v1/stats/prompts").json()["prompts"]
+            assert kept["prompt_id"] == prompt
+
+    shared = make_settings(workers=1, db_path=tmp_path / "shared.db", stats_flush_s=0.2)
+    with BackgroundServer(shared) as first, BackgroundServer(shared) as second:
+        assert httpx.post(f"{first.url}/v1/groups", json=groups(("first", 2, 2))).status_code == 200
+        assert httpx.post(f"{second.url}/v1/groups", json=groups(("second", 2, 0))).status_code == 200
+        first_port, second_port = first.settings.service.port, second.settings.service.port
+    assert (tmp_path / "shared-stats.db").exists()
+    assert (tmp_path / f"shared-stats-{second_port}.db").exists()
+    assert not (tmp_path / f"shared-stats-{first_port}.db").exists()
+    # The first file holds the first service's records only, whoever flushed last.
+    with BackgroundServer(shared) as again:
+        (kept,) = httpx.get(f"{again.url}/v1/stats/prompts").json()["prompts"]
+        assert (kept["prompt_id"], kept["attempts"], kept["passes"]) == ("first", 4, 2)
+        assert _verdicts(again) == {"exact": 4}
+
+
 def test_statistics_switched_off(tmp_path: Path) -> None:
     settings = make_settings(workers=1, db_path=tmp_path / "referee.db", stats=False)
     with BackgroundServer(settings) as server:

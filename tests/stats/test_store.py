@@ -12,7 +12,7 @@ import pytest
 from referee.models import Traffic, Verdict, VerdictStatus
 from referee.stats import Statistics, StatsStore, counted_as
 from referee.stats.buckets import latency_bucket
-from referee.stats.store import SCHEMA_VERSION
+from referee.stats.store import SCHEMA_VERSION, StatsFileTaken
 
 
 def fill(stats: Statistics) -> None:
@@ -178,3 +178,13 @@ def test_a_prompts_history_survives_a_restart(tmp_path: Path) -> None:
     ]
     assert loaded.verifier_page(60).verifiers == []
     assert loaded.verifier_page(60, traffic=Traffic.audit) == stats.verifier_page(60, traffic=Traffic.audit)
+
+
+def test_a_statistics_file_is_held_by_one_store_at_a_time(tmp_path: Path) -> None:
+    """Two services flushing one file would overwrite each other's records: the second store
+    on a path is refused while the first is open (a lock the kernel drops with its process)."""
+    first = StatsStore(tmp_path / "s.db")
+    with pytest.raises(StatsFileTaken, match="used by another running service"):
+        StatsStore(tmp_path / "s.db")
+    first.close()
+    StatsStore(tmp_path / "s.db").close()  # free again once closed

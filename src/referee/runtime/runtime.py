@@ -175,8 +175,8 @@ class Runtime:
             if self.shared_stats is not None:
                 self.shared_stats.replica = self._replica_id()
             flush_s = self.settings.stats.flush_s
-            path = self.settings.stats_path()
-            await stack.enter_async_context(persisted(self.stats, path, flush_s, self.shared_stats))
+            paths = self.settings.stats_paths()
+            await stack.enter_async_context(persisted(self.stats, paths, flush_s, self.shared_stats))
         # Last in, so first out: no audit scores on a stopping pool.
         stack.push_async_callback(self.audits.cancel_all)
         return resealed

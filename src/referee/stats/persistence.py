@@ -3,7 +3,9 @@ once more at the end; published to the store shared by replicas at the same time
 is one (`stats.shared`).
 
 A file that cannot be opened does not stop the service: statistics are then kept in memory
-only (and the log says so). A failing flush is logged, and its records stay marked as changed
+only (and the log says so). A file is held by one running service at a time (a lock beside it):
+a second service given the same file takes the next candidate (`Settings.stats_paths`) rather
+than overwrite the first one's records. A failing flush is logged, and its records stay marked as changed
 for the next one.
 """
 
@@ -11,27 +13,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import structlog
 
 from referee.stats.shared import SharedStats, SharedUnavailable
-from referee.stats.store import StatsStore
+from referee.stats.store import StatsFileTaken, StatsStore
 from referee.stats.tracker import Statistics
 
 log = structlog.get_logger(__name__)
 
 
-def _open(path: Path, stats: Statistics) -> StatsStore | None:
-    try:
-        store = StatsStore(path)
-        store.load_into(stats)
-    except Exception as exc:
-        log.warning("stats_not_persisted", path=str(path), error=str(exc))
-        return None
-    return store
+def _open(paths: Sequence[Path], stats: Statistics) -> StatsStore | None:
+    """The first of `paths` that no other running service holds, read back into `stats`."""
+    for path in paths:
+        try:
+            store = StatsStore(path)
+        except StatsFileTaken as taken:
+            log.warning("stats_file_taken", path=str(path), error=str(taken))
+            continue
+        except Exception as exc:
+            log.warning("stats_not_persisted", path=str(path), error=str(exc))
+            return None
+        try:
+            store.load_into(stats)
+        except Exception as exc:
+            store.close()
+            log.warning("stats_not_persisted", path=str(path), error=str(exc))
+            return None
+        return store
+    log.warning("stats_not_persisted", paths=[str(p) for p in paths], error="every file is taken")
+    return None
 
 
 def _flush_once(stats: Statistics, store: StatsStore | None, shared: SharedStats | None) -> None:
@@ -67,13 +81,15 @@ async def _flush_every(
 
 @asynccontextmanager
 async def persisted(
-    stats: Statistics, path: Path, every_s: float, shared: SharedStats | None = None
+    stats: Statistics, path: Path | Sequence[Path], every_s: float, shared: SharedStats | None = None
 ) -> AsyncIterator[StatsStore | None]:
-    """`stats` read back from the file at `path`, flushed to it every `every_s` while the
+    """`stats` read back from the file at `path` (or the first of several that no other running
+    service holds), flushed to it every `every_s` while the
     context lasts and once more when it ends, and published to `shared` (the store shared by
     replicas) at the same times; yields the file's store, or None when the file cannot be used
     (statistics then stay in memory, and are still published)."""
-    store = await asyncio.to_thread(_open, path, stats)
+    paths = [path] if isinstance(path, Path) else list(path)
+    store = await asyncio.to_thread(_open, paths, stats)
     if store is None and shared is None:
         yield None
         return

@@ -14,7 +14,9 @@ place to copy.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -119,12 +121,34 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
+class StatsFileTaken(Exception):
+    """Another running service holds this statistics file."""
+
+
+def _claim(path: Path) -> int:
+    """An exclusive lock on `path`'s `.lock` file, held until the descriptor is closed (the
+    kernel releases it if the process dies): two services flushing one file would overwrite
+    each other's records."""
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StatsFileTaken(f"{path} is used by another running service") from None
+    return fd
+
+
 class StatsStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._claim = _claim(path)
         # One connection, used by one flush at a time (the lock), from whichever thread runs it.
-        self._db = _open(path)
+        try:
+            self._db = _open(path)
+        except BaseException:
+            os.close(self._claim)
+            raise
         self._lock = threading.Lock()
 
     def load_into(self, stats: Statistics) -> None:
@@ -218,6 +242,7 @@ class StatsStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            os.close(self._claim)
 
 
 def _history(record: PromptRecord) -> tuple[str, str]:
