@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
 pytest.importorskip("psycopg", reason="needs the `postgres` extra: pip install -e '.[postgres]'")
+
+import psycopg
 
 from referee.models import ScopeKind, Traffic, Verdict, VerdictStatus
 from referee.stats import ScopedStats, SharedStats, Statistics

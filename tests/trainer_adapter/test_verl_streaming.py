@@ -34,7 +34,7 @@ verl = pytest.importorskip(
 # rollouts, cachetools (the `trainers` extra) for its router.
 pytest.importorskip(
     "verl.experimental.agent_loop",
-    reason="needs the `train` and `trainers` extras: `make` installs both",
+    reason="needs the `train` and `trainers` extras: pip install -e '.[train,trainers]'",
 )
 
 from omegaconf import DictConfig  # noqa: E402
