@@ -420,7 +420,8 @@ def test_demo_command_passes_skip_solved_after(monkeypatch: pytest.MonkeyPatch, 
 
     def fake_run_demo(**kwargs: Any) -> dict[str, Any]:
         seen.update(kwargs)
-        return {"initial_accuracy": 0.0, "final_accuracy": 0.0, "reward_time_share": 0.0, "png": "x"}
+        # What GRPO.summary() returns, as far as the command reads it.
+        return {"accuracy_by_step": {"0": 0.0, "10": 0.5}, "reward_time_share": 0.0, "png": "x"}
 
     monkeypatch.setattr(demo, "run_demo", fake_run_demo)
     args = ["demo", "--url", "http://x", "--out", str(tmp_path), "--skip-solved-after", "3"]
