@@ -241,6 +241,33 @@ class LaneHealth(BaseModel):
     background: float = Field(default=0.0, description="Of in_flight, background work (audits).")
 
 
+class JudgeEndpointHealth(BaseModel):
+    """One judge endpoint now: never its URL or key."""
+
+    name: str
+    model: str = Field(description="The model it is configured with.")
+    state: str = Field(description="Its circuit breaker: closed (calls go), open, half_open.")
+    in_flight: int = Field(description="Calls sent and not answered.")
+    calls: dict[str, int] = Field(
+        description="Calls sent since the service started, by outcome (ok, timeout...)."
+    )
+    prompt_tokens: int = Field(description="Tokens the server reported, since the service started.")
+    completion_tokens: int
+
+
+class JudgeHealth(BaseModel):
+    """The judge endpoints and their verdict cache (this replica's, since it started). A lookup
+    is one judged outcome a verifier needed; a hit costs no call."""
+
+    endpoints: list[JudgeEndpointHealth] = Field(description="By name.")
+    calls: dict[str, int] = Field(description="Calls of every endpoint, by outcome.")
+    failed_calls: int = Field(description="Calls whose outcome is not ok.")
+    cache_hits: int
+    cache_misses: int
+    cache_hit_rate: float | None = Field(description="Hits over lookups (null before the first).")
+    cache_entries: int = Field(description="Outcomes held now.")
+
+
 class HealthPage(BaseModel):
     """Now (workers, sandbox, lanes: this replica's) and over the window (HTTP answers: every
     replica's through the shared store, else this one's; `scope` says which)."""
@@ -253,4 +280,8 @@ class HealthPage(BaseModel):
     http: HttpStat = Field(description="Answers of the API (the dashboard's own pages left out).")
     scope: StatsScope | None = Field(
         default=None, description="Which replicas `http` sums (workers, sandbox and lanes are this one's)."
+    )
+    judges: JudgeHealth | None = Field(
+        default=None,
+        description="This replica's judge endpoints and verdict cache; null when none is configured.",
     )

@@ -19,10 +19,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from referee.errors import DomainError, ErrorKind
+from referee.judges import JudgeClients
 from referee.models import (
     GroupResult,
     GroupSpec,
     HealthPage,
+    JudgeEndpointHealth,
+    JudgeHealth,
     LaneHealth,
     PromptDetail,
     PromptFilter,
@@ -107,11 +110,46 @@ def default_step(minutes: int) -> int:
     return 1 if minutes <= 60 else 5 if minutes <= 360 else 15
 
 
+def judge_health(judges: JudgeClients | None) -> JudgeHealth | None:
+    """The judge endpoints now (breaker, calls by outcome, tokens) and the verdict cache's hits;
+    None when no endpoint is configured."""
+    if judges is None:
+        return None
+    endpoints = []
+    for name, now in judges.health().items():
+        calls = {outcome: n for (endpoint, outcome), n in sorted(judges.calls.items()) if endpoint == name}
+        endpoints.append(
+            JudgeEndpointHealth(
+                name=name,
+                model=now["model"],
+                state=now["state"],
+                in_flight=now["in_flight"],
+                calls=calls,
+                prompt_tokens=judges.tokens[(name, "prompt")],
+                completion_tokens=judges.tokens[(name, "completion")],
+            )
+        )
+    totals: dict[str, int] = {}
+    for (_, outcome), n in sorted(judges.calls.items()):
+        totals[outcome] = totals.get(outcome, 0) + n
+    cache = judges.cache
+    return JudgeHealth(
+        endpoints=endpoints,
+        calls=totals,
+        failed_calls=sum(n for outcome, n in totals.items() if outcome != "ok"),
+        cache_hits=cache.hits,
+        cache_misses=cache.misses,
+        cache_hit_rate=cache.hit_rate(),
+        cache_entries=len(cache),
+    )
+
+
 def health_page(
     runtime: Runtime, snapshot: Snapshot, minutes: int, step_minutes: int, now_minute: int
 ) -> HealthPage:
-    """The workers, the sandbox pool and the admission lanes now (this replica's, as in
-    /readyz), and the API's HTTP answers over the window (the snapshot's replicas)."""
+    """The workers, the sandbox pool, the admission lanes and the judge endpoints now (this
+    replica's, as in /readyz), and the API's HTTP answers over the window (the snapshot's
+    replicas)."""
     pool = runtime.pool
     sandbox = runtime.resources.sandbox
     if sandbox is None:
@@ -156,6 +194,7 @@ def health_page(
         },
         http=snapshot.http_page(minutes, step_minutes, now_minute=now_minute),
         scope=snapshot.scope,
+        judges=judge_health(runtime.judges),
     )
 
 
@@ -242,11 +281,12 @@ async def health_stats(
     step: StepMinutes = 1,
     scope: Scope = None,
 ) -> HealthPage:
-    """This replica now: worker processes, the sandbox pool (warm, running, discarded) and the
-    admission lanes (in flight, expected wait, 503s); and over the window, the API's HTTP
-    answers per step: requests, 4xx, 5xx, 503 (the dashboard's own pages left out), of the
-    replicas `scope` lists (every replica's through the shared store, by default, when one is
-    configured)."""
+    """This replica now: worker processes, the sandbox pool (warm, running, discarded), the
+    admission lanes (in flight, expected wait, 503s) and, when judge endpoints are configured,
+    `judges`: each endpoint's breaker, calls by outcome and tokens, and the verdict cache's hits,
+    misses and hit rate; and over the window, the API's HTTP answers per step: requests, 4xx,
+    5xx, 503 (the dashboard's own pages left out), of the replicas `scope` lists (every
+    replica's through the shared store, by default, when one is configured)."""
     scoped = _scoped(runtime)
     snapshot = await scoped.snapshot(minutes, scope)
     return health_page(runtime, snapshot, minutes, step, scoped.now_minute())
