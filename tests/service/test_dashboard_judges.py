@@ -91,6 +91,7 @@ async def test_the_health_panel_shows_the_judge_cache_and_calls(tmp_path: Path) 
             failed = await http.post("/v1/groups", json={"groups": [judged(["41"], "gone")]})
             health = (await http.get("/v1/stats/health")).json()
             page = (await http.get("/ui")).text
+            refreshed = (await http.get("/ui/fragments/overview")).text  # what htmx swaps in
     for group in scored.json()["groups"]:
         assert {v["status"] for v in group["verdicts"]} == {"ok"} and set(group["rewards"]) == {1.0}
         assert all(v["details"]["cached"] for v in group["verdicts"])
@@ -110,7 +111,7 @@ async def test_the_health_panel_shows_the_judge_cache_and_calls(tmp_path: Path) 
     assert "127.0.0.1" not in str(judges)  # endpoints by name, never by address
 
     assert card(page, "judge-hit-rate") == "44.4%"
-    assert card(page, "judge-calls") == "5"
+    assert card(page, "judge-calls") == "5" and card(refreshed, "judge-hit-rate") == "44.4%"
     assert "4 hits, 5 misses, 4 held" in page and "(1 failed)" in page
     rows = re.findall(r'<tr data-endpoint="([^"]+)">(.*?)</tr>', page, re.S)
     assert [name for name, _ in rows] == ["default", "gone"]
