@@ -16,13 +16,14 @@ from referee.audit.data import (
     row_from_mapping,
 )
 from referee.audit.mutate import Mutant, mutants
-from referee.audit.probes import Probe, battery, generic
+from referee.audit.probes import Graded, Probe, battery, generic, judge_battery
 from referee.audit.report import audit_html, audit_markdown, strength_html, strength_markdown, write_reports
 from referee.audit.run import AuditReport, ProbeResult, RowResult, run_audit
 from referee.audit.strength import Problem, ProblemStrength, StrengthReport, load_problems, run_strength
 
 __all__ = [
     "AuditReport",
+    "Graded",
     "LabelledFileError",
     "LabelledRow",
     "Mutant",
@@ -38,6 +39,7 @@ __all__ = [
     "battery",
     "generic",
     "in_process",
+    "judge_battery",
     "load_labelled",
     "load_problems",
     "mutants",

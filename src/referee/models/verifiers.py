@@ -35,7 +35,7 @@ class VerifierList(BaseModel):
 
 # ---- registered types -------------------------------------------------------------------
 
-RegisteredKind = Literal["declarative", "python", "webhook"]
+RegisteredKind = Literal["declarative", "python", "webhook", "judge"]
 # One pattern for every registered name: no upper case, no leading, trailing or doubled
 # separator, so no name can pose as another (`MATH`, `math.`) by its spelling.
 REGISTERED_NAME_PATTERN = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$"
@@ -62,7 +62,8 @@ class ProbeGateRequest(StrictModel):
         max_length=100,
         description=(
             "A probe battery of the verifier audit: `math`, `numeric`, `exact`, `multiple_choice`, "
-            "`format.think_answer`, `format.tag_count`, `code`, `logic.<puzzle>`, or `generic` "
+            "`format.think_answer`, `format.tag_count`, `code`, `logic.<puzzle>`, `judge` (a model "
+            "judge's battery, built from the examples; judge types always run it), or `generic` "
             "(only the empty, whitespace and grader-injection probes); 422 names the known ones."
         ),
     )

@@ -1,5 +1,5 @@
-"""Verifier types registered through the API: the three kinds (declarative, sandboxed Python,
-webhook), their store, and the catalog that resolves names over installed and registered types.
+"""Verifier types registered through the API: the four kinds (declarative, sandboxed Python,
+webhook, model judge), their store, and the catalog that resolves names over installed and registered types.
 The registration API's bodies are part of the contract, `referee.models`.
 
 Other packages use only the names below (enforced by tests/test_layering.py).
@@ -13,6 +13,7 @@ from referee.registered.catalog import (
     VerifierCatalog,
     version_info,
 )
+from referee.registered.judge import injection_line as judge_injection_line
 from referee.registered.postgres import PostgresStore
 from referee.registered.store import SQLiteStore, VerifierStore
 
@@ -25,5 +26,6 @@ __all__ = [
     "SQLiteStore",
     "VerifierCatalog",
     "VerifierStore",
+    "judge_injection_line",
     "version_info",
 ]

@@ -22,6 +22,8 @@ example reproduces its expected score. A registration that asks for probes (`pro
 body) is also gated on a probe battery: the service passes a `probe_gate` that scores the
 audit's probes against the same candidate (this package does not know the batteries), and any
 failed probe refuses the version the same way a failing example does: nothing is stored.
+Judge types (kind `judge`) are always gated on a probe battery, asked for or not: a model
+judge's examples alone let through a judge that agrees with everything (docs/registered.md).
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ from pydantic import ValidationError
 
 from referee.errors import DomainError, ErrorKind
 from referee.models import RegisterExample, RegisterRequest, Verdict, VerdictStatus, VersionInfo
-from referee.registered import declarative, python_grader, webhook
+from referee.registered import declarative, judge, python_grader, webhook
 from referee.registered.secrets_box import SecretBox, SecretUnavailable
 from referee.registered.store import QuotaExceeded, RegistryUnavailable, StoredVersion, VerifierStore
-from referee.settings import RegistrySettings
+from referee.settings import JudgeSettings, RegistrySettings
 from referee.verifiers.base import Verifier
 from referee.verifiers.installed import InstalledVerifiers, UnknownVerifier
 
@@ -104,9 +106,15 @@ def _spec_errors(exc: ValidationError | ValueError) -> list[dict[str, Any]]:
 
 class VerifierCatalog:
     def __init__(
-        self, settings: RegistrySettings, installed: InstalledVerifiers, store: VerifierStore
+        self,
+        settings: RegistrySettings,
+        installed: InstalledVerifiers,
+        store: VerifierStore,
+        judges: JudgeSettings | None = None,
     ) -> None:
         self.settings = settings
+        # The judge endpoints a judge type may name (checked at registration, by name).
+        self.judges = judges or JudgeSettings()
         self.installed = installed
         # What declarative specs may name, from the same index the worker processes were given.
         self._builtins = declarative.worker_builtins(installed)
@@ -332,6 +340,8 @@ class VerifierCatalog:
             )
         if kind == "python":
             return python_grader.build_class(name, version, spec, doc.get("reference_schema"), **common)
+        if kind == "judge":
+            return judge.build_class(name, version, spec, doc.get("reference_schema"), **common)
         raise ValueError(f"unknown kind {kind!r}")
 
     # ---- versions and deletion -------------------------------------------------------------
@@ -388,9 +398,10 @@ class VerifierCatalog:
     async def register(
         self, request: RegisterRequest, score_examples: ScoreExamples, probe_gate: ProbeGate | None = None
     ) -> Registered:
-        """The examples, then (when the request asks for probes) `probe_gate`, both on the
-        candidate; the version is stored only if both pass."""
-        if request.probes is not None and probe_gate is None:
+        """The examples, then (when the request asks for probes, and always for a judge)
+        `probe_gate`, both on the candidate; the version is stored only if both pass."""
+        gated = request.probes is not None or request.kind == "judge"
+        if gated and probe_gate is None:
             raise RegistrationError(
                 "probes_unavailable",
                 "this service cannot run probe batteries",
@@ -399,7 +410,7 @@ class VerifierCatalog:
         await self._guard_name(request.name)
         n, limit = len(request.examples), self.settings.max_registered_examples
         _check_quota(n, limit, f"{n} examples; limit {limit}", "EXAMPLES")
-        spec = dict(request.spec)
+        spec = self._pinned_judge(request) if request.kind == "judge" else dict(request.spec)
         secret, generated = await self._webhook_secret(request, spec)
         size, limit = len(canonical(spec).encode()), self.settings.max_registered_source_bytes
         _check_quota(size, limit, f"spec is {size} bytes; limit {limit}", "SOURCE_BYTES")
@@ -412,7 +423,7 @@ class VerifierCatalog:
         candidate = self._candidate(request, spec, document, secret)
         await _activation_gate(candidate, request.examples, score_examples)
         probes_passed = None
-        if request.probes is not None and probe_gate is not None:
+        if gated and probe_gate is not None:
             probes_passed = await _probe_gate(candidate, probe_gate)
         stored, created = await self._store(request, spec, document, secret)
         log.info(
@@ -452,6 +463,22 @@ class VerifierCatalog:
         if secret is None:
             return secrets.token_urlsafe(32), True
         return secret, False
+
+    def _pinned_judge(self, request: RegisterRequest) -> dict[str, Any]:
+        """A judge spec with its template text, model and defaults written in, or a 422 (an
+        endpoint the service does not configure is `unknown_judge_endpoint`)."""
+        try:
+            return judge.pin(request.spec, self.judges)
+        except judge.UnknownEndpoint as exc:
+            raise RegistrationError(
+                "unknown_judge_endpoint",
+                str(exc),
+                [{"loc": ["body", "spec", "endpoint"], "msg": str(exc), "type": "unknown_judge_endpoint"}],
+            ) from None
+        except (ValidationError, ValueError) as exc:
+            raise RegistrationError(
+                "invalid_spec", "the spec cannot be registered", _spec_errors(exc)
+            ) from None
 
     def _candidate(
         self, request: RegisterRequest, spec: dict[str, Any], document: dict[str, Any], secret: str | None

@@ -75,7 +75,7 @@ class Runtime:
         self.installed = load_installed(registry.extra_verifiers, plugins=registry.load_plugins)
         self.pool = WorkerPool(settings.workers, self.installed)
         self.admission = Admission.for_workers(settings.workers)
-        self.catalog = VerifierCatalog(registry, self.installed, open_store(registry))
+        self.catalog = VerifierCatalog(registry, self.installed, open_store(registry), settings.judges)
         self.stats = _statistics(settings.stats)
         self.shared_stats = _shared_statistics(settings)
         self.audits: BackgroundJobs[Any] = BackgroundJobs(keep=AUDITS_KEPT)

@@ -3,7 +3,8 @@
 A registration may ask for a probe battery of the verifier audit as part of its activation gate
 (`probes` in the body); `plan_probes` below says which probes run and with what references.
 The batteries are those of the built-ins in the service's verifier index, so the router is
-made for that index (`registration_router`), when the app is.
+made for that index (`registration_router`), when the app is. A judge type (kind `judge`) is
+always gated on the judge battery, built from its own examples (`plan_judge_probes`).
 
 No `from __future__ import annotations` here: the routes' body model is made per router, and
 FastAPI could not resolve its name from a string annotation.
@@ -17,12 +18,12 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, Field
 
-from referee.audit import Probe, battery, generic
+from referee.audit import Graded, Probe, battery, generic, judge_battery
 from referee.errors import InputError
 from referee.models import DisableResponse, RegisterExample, RegisterResponse, Traffic, Verdict, VersionList
 from referee.models import ProbeGateRequest as AnyProbeGate
 from referee.models import RegisterRequest as AnyRegisterRequest
-from referee.registered import ProbeOutcome, RegistrationError, version_info
+from referee.registered import ProbeOutcome, RegistrationError, judge_injection_line, version_info
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
@@ -30,13 +31,14 @@ from referee.stats import counted_as
 from referee.verifiers import InstalledVerifiers, Verifier
 
 GENERIC_BATTERY = "generic"
+JUDGE_BATTERY = "judge"  # a model judge's battery, built from the registration's examples
 
 
 def battery_names(index: InstalledVerifiers) -> tuple[str, ...]:
-    """`generic` and every built-in verifier of `index` the audit has a battery for (`math`,
-    `logic.zebra`...)."""
+    """`generic`, `judge` (judge types' battery, built from their examples) and every built-in
+    verifier of `index` the audit has a battery for (`math`, `logic.zebra`, `judge_equivalence`...)."""
     audited = (n for n in index.names() if index.kind(n) == "builtin" and battery(n))
-    return (GENERIC_BATTERY, *sorted(audited))
+    return (GENERIC_BATTERY, JUDGE_BATTERY, *sorted(audited))
 
 
 def register_request_model(batteries: tuple[str, ...]) -> type[AnyRegisterRequest]:
@@ -59,6 +61,7 @@ def register_request_model(batteries: tuple[str, ...]) -> type[AnyRegisterReques
                 json_schema_extra={"enum": list(batteries)},
                 description=(
                     "A probe battery of the verifier audit (`math`, `exact`, `code`, `logic.zebra`...), "
+                    "`judge` (judge types: built from the examples; they always run it), "
                     "or `generic`: only the empty, whitespace and grader-injection probes on the "
                     "examples' references."
                 ),
@@ -148,6 +151,21 @@ def plan_probes(
     for example in ranked:
         references.setdefault(json.dumps(example.reference, sort_keys=True, default=str), example.reference)
     return [*attacks, *generic(GENERIC_BATTERY, list(references.values())[:GENERIC_REFERENCES])]
+
+
+def plan_judge_probes(body: AnyRegisterRequest) -> list[Probe]:
+    """The judge battery of a judge type: its examples' right and wrong answers, dressed as
+    injections, flattery, padding, a restated question, a refusal, hedges and retractions
+    (audit/probes.py), or a 422 when the examples lack a right or a wrong answer."""
+    graded = [Graded(e.response, e.reference, dict(e.options), e.expected_score) for e in body.examples]
+    try:
+        return judge_battery(graded, judge_injection_line(body.spec))
+    except ValueError as exc:
+        raise RegistrationError(
+            "probes_invalid",
+            f"{exc}; a judge type is always gated on the judge battery",
+            [{"loc": ["body", "examples"], "msg": str(exc), "type": "probes_invalid"}],
+        ) from None
 
 
 def _with_reference(probe: Probe, reference: Any) -> Probe:
@@ -285,17 +303,28 @@ def registration_router(index: InstalledVerifiers) -> APIRouter:
             return await scorer.score_with(verifier, items, ("body", "examples"), owner)
 
         probe_gate = None
-        if body.probes is not None:
-            config = body.probes
-            planned = plan_probes(config, body.examples, batteries)
+        config = body.probes
+        if config is not None and config.battery == JUDGE_BATTERY and body.kind != "judge":
+            raise RegistrationError(
+                "probes_invalid",
+                "the judge battery is for judge types (kind `judge`)",
+                [{"loc": ["body", "probes", "battery"], "msg": "judge types only", "type": "probes_invalid"}],
+            )
+        if config is not None or body.kind == "judge":
+            # A judge type runs the judge battery, and the battery it asks for besides.
+            extra = config if config is not None and config.battery != JUDGE_BATTERY else None
+            planned = plan_probes(extra, body.examples, batteries) if extra is not None else []
+            names = [JUDGE_BATTERY] * (body.kind == "judge") + ([extra.battery] if extra else [])
 
             async def probe_gate(candidate: Verifier) -> ProbeOutcome:
-                items = [(p.response, p.reference, p.options) for p in planned]
+                # The judge battery is planned once the examples passed (it is built from them).
+                probes = [*(plan_judge_probes(body) if body.kind == "judge" else []), *planned]
+                items = [(p.response, p.reference, p.options) for p in probes]
                 try:
                     verdicts = await scorer.score_with(candidate, items, ("body", "probes"), owner)
                 except InputError as exc:
-                    raise _unfit_references(exc, planned, config.reference_field) from None
-                return judge_probes(config.battery, planned, verdicts)
+                    raise _unfit_references(exc, probes, extra.reference_field if extra else None) from None
+                return judge_probes(" + ".join(names), probes, verdicts)
 
         # Its examples' and probes' verdicts are no training traffic (statistics keep them apart).
         with counted_as(Traffic.registration):

@@ -4,7 +4,7 @@ the built-ins, configured extras and entry-point plugins.
 Other packages use only the names below (enforced by tests/test_layering.py).
 """
 
-from referee.verifiers import extract
+from referee.verifiers import extract, judge
 from referee.verifiers.base import (
     AsyncVerifier,
     Check,
@@ -43,6 +43,7 @@ __all__ = [
     "builtin_index",
     "extract",
     "import_object",
+    "judge",
     "load_installed",
     "select_answer",
 ]
