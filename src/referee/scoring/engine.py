@@ -29,7 +29,9 @@ from referee.models import (
     VerdictStatus,
     VerifierComponent,
 )
+from referee.scoring import fallback as fallbacks
 from referee.scoring.admission import Admission
+from referee.scoring.fallback import Fallback
 from referee.scoring.pool import VERDICT_KINDS, TaskOutcome, WorkerPool, wall_backstop_s
 from referee.settings import RequestLimits, WorkerSettings
 from referee.verifiers.base import AsyncVerifier, Check, Lane, Resources, Verifier, VerifierError
@@ -47,6 +49,8 @@ class _Job:
     options: Any
     reference_json: str
     options_json: str
+    # Where the answers the verifier could not read go (math's `options.fallback`).
+    fallback: Fallback | None = None
 
 
 def _canonical(value: Any) -> str:
@@ -111,7 +115,12 @@ class Scorer:
             verifier.validate_inputs(ref, opts, self.resources)
         except ValueError as exc:
             raise InputError([{"loc": [*loc, "reference"], "msg": str(exc), "type": "value_error"}]) from None
-        return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json())
+        try:
+            fallback = fallbacks.plan(opts, ref, self.resources, self.installed.get)
+        except ValueError as exc:
+            error = {"loc": [*loc, "options", "fallback"], "msg": str(exc), "type": "value_error"}
+            raise InputError([error]) from None
+        return _Job(verifier, ref, opts, _canonical(reference), opts.model_dump_json(), fallback)
 
     def _check_responses(self, responses: Sequence[str], loc: Loc, *, indexed: bool = True) -> None:
         limit = self.limits.max_response_chars
@@ -148,22 +157,44 @@ class Scorer:
 
     async def _dispatch(self, job: _Job, responses: Sequence[str], owner: Hashable) -> list[Verdict]:
         verifier = job.verifier
+        outcomes = await self._outcomes(job, responses, owner)
+        if job.fallback is not None:
+            outcomes = await self._fall_back(job.fallback, responses, outcomes)
         qualified = verifier.qualified_name()
+        return [self._verdict(qualified, verifier, outcome) for outcome in outcomes]
+
+    async def _outcomes(self, job: _Job, responses: Sequence[str], owner: Hashable) -> list[TaskOutcome]:
+        verifier = job.verifier
         if isinstance(verifier, AsyncVerifier):
-            return await self._run_async(job, responses)
+            return await self._run_async(verifier, job.reference, job.options, responses)
         budget = verifier.time_budget_s or self.workers.verdict_timeout_s
-        outcomes = await asyncio.gather(
+        return await asyncio.gather(
             *(
                 self.pool.run(verifier.worker_ref(), job.reference_json, job.options_json, r, budget, owner)
                 for r in responses
             )
         )
-        return [self._verdict(qualified, verifier, outcome) for outcome in outcomes]
 
-    async def _run_async(self, job: _Job, responses: Sequence[str]) -> list[Verdict]:
-        verifier = job.verifier
-        assert isinstance(verifier, AsyncVerifier)
-        qualified = verifier.qualified_name()
+    async def _fall_back(
+        self, fallback: Fallback, responses: Sequence[str], outcomes: Sequence[TaskOutcome]
+    ) -> list[TaskOutcome]:
+        """The judge's verdicts in place of the checks that could not read their answer, the
+        group's in one batch (see fallback.py). Not admitted again: the judge's calls are held
+        to its endpoint's concurrency, and the verdicts were admitted with the job."""
+        out = list(outcomes)
+        picked = fallbacks.flagged(outcomes)
+        if not picked:
+            return out
+        judged = await self._run_async(
+            fallback.verifier, fallback.reference, fallback.options, [responses[i] for i in picked]
+        )
+        for i, outcome in zip(picked, judged, strict=True):
+            out[i] = fallbacks.merged(out[i], outcome, fallback)
+        return out
+
+    async def _run_async(
+        self, verifier: AsyncVerifier, reference: Any, options: Any, responses: Sequence[str]
+    ) -> list[TaskOutcome]:
         start = time.perf_counter()
         results: Sequence[Check | VerifierError]
         # The verifier's budget is per verdict; a group may be judged one response after another.
@@ -178,26 +209,29 @@ class Scorer:
         )
         budget = None if verifier.bounds_itself else per_verdict * max(1, len(responses))
         try:
-            prepared = verifier.prepare(job.reference, job.options)
+            prepared = verifier.prepare(reference, options)
             # I/O-bound verifiers judge candidate slowness themselves (the sandbox's time limits);
             # overrunning the verifier's own budget means its backend is stuck: no verdict.
             async with asyncio.timeout(budget):
-                results = await verifier.check_group(responses, prepared, job.options, self.resources)
+                results = await verifier.check_group(responses, prepared, options, self.resources)
         except TimeoutError:
-            results = [VerifierError(f"verifier exceeded its {budget:g} s budget")] * len(responses)
+            # Without a budget, a timeout of the verifier's own escaped it: still no verdict.
+            limit = "its own time budget" if budget is None else f"its {budget:g} s budget"
+            results = [VerifierError(f"verifier exceeded {limit}")] * len(responses)
         except VerifierError as exc:
             results = [exc] * len(responses)
         except Exception as exc:  # a verifier bug is a masked verdict, not a 500
             results = [VerifierError(f"verifier raised {type(exc).__name__}: {exc}")] * len(responses)
+        if len(results) != len(responses):  # a verifier bug: no verdict for anyone
+            bug = VerifierError(f"verifier returned {len(results)} results for {len(responses)} responses")
+            results = [bug] * len(responses)
         elapsed = (time.perf_counter() - start) * 1000.0 / max(1, len(responses))
-        verdicts = []
-        for result in results:
-            if isinstance(result, VerifierError):
-                outcome = TaskOutcome("error", None, str(result)[:500], {}, elapsed)
-            else:
-                outcome = TaskOutcome("ok", result.score, result.reason, result.details, elapsed)
-            verdicts.append(self._verdict(qualified, verifier, outcome))
-        return verdicts
+        return [
+            TaskOutcome("error", None, str(result)[:500], {}, elapsed)
+            if isinstance(result, VerifierError)
+            else TaskOutcome("ok", result.score, result.reason, result.details, elapsed)
+            for result in results
+        ]
 
     def _verdict(self, qualified: str, verifier: Verifier, outcome: TaskOutcome) -> Verdict:
         status = VerdictStatus.ok if outcome.kind in VERDICT_KINDS else VerdictStatus.error

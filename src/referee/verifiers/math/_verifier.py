@@ -14,18 +14,27 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.verifiers.base import Check, Verifier
+from referee.verifiers.judge.options import EquivalenceOptions
 from referee.verifiers.math._compare import EqualityRules, values_equal
 from referee.verifiers.math._extract import Extracted, final_answer
 from referee.verifiers.math._format import render
 from referee.verifiers.math._lexer import LexError, strip_words, tokenize
 from referee.verifiers.math._parser import ParseError, parse_tokens
 from referee.verifiers.math._text import WORD_MARK, clean, normalize_text
-from referee.verifiers.math._values import ConversionError, Text, Value, answer_value, combine
+from referee.verifiers.math._values import (
+    ConversionError,
+    Other,
+    Text,
+    Unsupported,
+    Value,
+    answer_value,
+    combine,
+)
 
 MAX_RESPONSE_CHARS = 1_000_000  # ~250k tokens; beyond this no completion is judged
 # More distinct final answers than this is a spray of boxes (a hedge, policy 3) whatever the
@@ -51,6 +60,25 @@ class MathOptions(BaseModel):
             "Off (the default, policy rule 1): such a completion has no final answer."
         ),
     )
+    # The judge runs in the service, after the worker checks (scoring/fallback.py); here the
+    # options are only declared and validated, and the check marks what it could not read.
+    fallback: Literal["judge"] | None = Field(
+        default=None,
+        description=(
+            "judge: an answer math cannot read or compare (details.unreadable) goes to "
+            "judge_equivalence with the gold as reference, whose verdict replaces the 0. "
+            "Needs judge endpoints in the service (REFEREE_JUDGE_ENDPOINTS)."
+        ),
+    )
+    fallback_options: EquivalenceOptions | None = Field(
+        default=None, description="judge_equivalence's options for the fallback (endpoint, model, sampling)."
+    )
+
+    @model_validator(mode="after")
+    def _fallback_named(self) -> MathOptions:
+        if self.fallback_options is not None and self.fallback is None:
+            raise ValueError('fallback_options need fallback: "judge"')
+        return self
 
 
 class MathReference(BaseModel):
@@ -65,6 +93,7 @@ class Parsed:
     value: Value | None = None
     words: list[str] = field(default_factory=list)
     error: str | None = None
+    denies: bool = False  # no value because the answer's words deny or hedge it
 
 
 # Words that make an answer a statement about its value rather than the value (rule 34):
@@ -89,7 +118,7 @@ def parse_answer(raw: str) -> Parsed:
         tokens = tokenize(clean(raw))
         math_tokens, words = strip_words(tokens)
         if any(w.strip("()[].,;:!?'\"").casefold() in _DENYING_WORDS for word in words for w in word.split()):
-            return Parsed(None, words, "the answer's words deny or hedge its value")
+            return Parsed(None, words, "the answer's words deny or hedge its value", denies=True)
         if not math_tokens:
             return Parsed(None, words, "no mathematical content" if not words else None)
         return Parsed(answer_value(parse_tokens(math_tokens)), words)
@@ -226,6 +255,18 @@ def _verdict(score: float, reason: str | None, **details: Any) -> Check:
     return Check(score, reason=reason, details={k: v for k, v in details.items() if v is not None})
 
 
+def _unreadable(reason: str, **details: Any) -> Check:
+    """A 0 for want of a reading, not because the answer is wrong: `details.unreadable` says
+    so, and a service asked for a fallback (`options.fallback`) has a judge look at it.
+    Missing answers, hedges, denials and answers read and found different are never this."""
+    return _verdict(0.0, reason, unreadable=True, **details)
+
+
+# What math reads but does not interpret (a relation, a set operation it cannot reduce):
+# compared only as the same tree, so a difference says nothing about the value.
+_UNINTERPRETED = (Other, Unsupported)
+
+
 class MathVerifier(Verifier):
     name = "math"
     version = "2"  # 2: sign-aware sample points, no absolute tolerance, lost-term detection
@@ -272,7 +313,7 @@ class MathVerifier(Verifier):
             with _stack_room():
                 return self._check(response, prepared, options)
         except RecursionError:  # the parser bounds depth; this is the last line of defence
-            return _verdict(0.0, "answer nested too deeply to judge")
+            return _unreadable("answer nested too deeply to judge")
 
     def _check(self, response: str, prepared: Gold, options: MathOptions) -> Check:
         found = final_answer(response, bare_answer=options.bare_answer)
@@ -325,18 +366,22 @@ class MathVerifier(Verifier):
             return _verdict(1.0, None, normalized_answer=got[:200], rule="string", **details)
         if _states_text(got, gold.text):
             return _verdict(1.0, None, normalized_answer=got[:200], rule="string-in-sentence", **details)
-        return _verdict(0.0, "answer differs from the reference", normalized_answer=got[:200], **details)
+        # A gold that is not mathematics is compared by its spelling only: \emptyset and "no
+        # solution" differ in letters, not necessarily in meaning.
+        return _unreadable("answer differs from the reference", normalized_answer=got[:200], **details)
 
     def _check_math(self, found: Extracted, gold: Gold) -> Check:
         assert gold.value is not None
         values: list[Value] = []
         errors: list[str] = []
+        denies = False
         for raw in found.answers:
             parsed = parse_answer(raw)
             if parsed.value is not None:
                 values.append(parsed.value)
             else:
                 errors.append(parsed.error or "no mathematical answer")
+                denies = denies or parsed.denies
         details: dict[str, Any] = {
             "answer": " | ".join(a[:200] for a in found.answers[-4:]),
             "extraction": found.how,
@@ -345,7 +390,9 @@ class MathVerifier(Verifier):
         if not values:
             if normalize_text(found.answers[-1]) == normalize_text(gold.raw):
                 return _verdict(1.0, None, rule="string", **details)
-            return _verdict(0.0, f"could not read the answer: {errors[-1]}", **details)
+            if denies:
+                return _verdict(0.0, f"could not read the answer: {errors[-1]}", **details)
+            return _unreadable(f"could not read the answer: {errors[-1]}", **details)
         distinct: list[Value] = []
         for value in values:
             if not any(values_equal(seen, value, gold.policy) for seen in distinct):
@@ -361,4 +408,6 @@ class MathVerifier(Verifier):
             return _verdict(1.0, None, rule="unit-letter", **details)
         if len(distinct) > 1:
             return _verdict(0.0, "several different final answers (hedging)", **details)
+        if isinstance(answer, _UNINTERPRETED) or isinstance(gold.value, _UNINTERPRETED):
+            return _unreadable("answer differs from the reference", **details)
         return _verdict(0.0, "answer differs from the reference", **details)
