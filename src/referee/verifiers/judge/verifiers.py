@@ -74,9 +74,13 @@ class JudgeVerifier(AsyncVerifier):
     """The flow the three share; subclasses prepare the reference and combine the answers."""
 
     version: ClassVar[str] = "1"
-    # Per verdict (wall clock): a judge call may wait behind the endpoint's concurrency limit
-    # and retry; the transport's own timeouts end a stuck call first.
-    time_budget_s: ClassVar[float | None] = 120.0
+    # No engine budget: every await ends by the transport's own deadlines, sized by the
+    # endpoint's settings (each attempt within `timeout_s`, at most `retries` more after capped
+    # pauses; a slot waited for is freed by calls bounded the same way, and an open breaker
+    # fails queued calls at once). A fixed budget would cut a slow endpoint's last attempt and
+    # say "budget" where the transport would say "timeout", or cut a group queued behind
+    # `max_concurrency` though every call of it would have been answered.
+    bounds_itself: ClassVar[bool] = True
 
     def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
         raise NotImplementedError
