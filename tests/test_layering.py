@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "stats": set(),
     "client": set(),
     "trainer_adapter": {"client"},
-    "audit": {"verifiers", "scoring", "sandbox", "client"},
+    "audit": {"verifiers", "scoring", "sandbox", "client", "judges"},
     "deploy": {"service", "runtime", "client", "trainer_adapter"},
 }
 PACKAGES = set(ALLOWED)

@@ -1,5 +1,6 @@
-"""Verifier audits: accuracy on labelled rows and probe batteries (`run`, `probes`), code
-test-suite strength (`strength`, `mutate`), and their reports (`report`).
+"""Verifier audits: accuracy on labelled rows and probe batteries (`run`, `probes`), what a
+judge verifier's calls cost (`judging`), code test-suite strength (`strength`, `mutate`), and
+their reports (`report`).
 
 Transport-free: `run_audit` and `run_strength` take a `ScoreGroups` callable (in-process
 scoring, a running service, or a service's own scorer) and a `progress(done, total)` callback,
@@ -15,6 +16,7 @@ from referee.audit.data import (
     read_rows,
     row_from_mapping,
 )
+from referee.audit.judging import JudgeCost
 from referee.audit.mutate import Mutant, mutants
 from referee.audit.probes import Graded, Probe, battery, generic, judge_battery
 from referee.audit.report import audit_html, audit_markdown, strength_html, strength_markdown, write_reports
@@ -24,6 +26,7 @@ from referee.audit.strength import Problem, ProblemStrength, StrengthReport, loa
 __all__ = [
     "AuditReport",
     "Graded",
+    "JudgeCost",
     "LabelledFileError",
     "LabelledRow",
     "Mutant",

@@ -2,7 +2,8 @@
 
 `ScoreGroups` takes /v1/groups group specs and returns their results, verdict for verdict. Two
 are provided: `in_process()` (the scoring engine with its own worker pool and, for `code`, its
-own sandbox pool: an audit never competes with a service's scoring traffic) and `over_http()`
+own sandbox pool, and for judge verifiers clients of the judge endpoints the settings name: an
+audit never competes with a service's scoring traffic) and `over_http()`
 (a running service through `referee.client`, for types registered there, `name@N`). A service
 that runs audits as background jobs passes a `ScoreGroups` over its own `Scorer`, admitted as
 background work (a `BackgroundOwner`) and holding at most the audits' `BackgroundShare` of the
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequen
 from contextlib import asynccontextmanager
 
 from referee.client import AsyncClient
+from referee.judges import JudgeClients
 from referee.models import AdvantageConfig, GroupResult, GroupSpec
 from referee.sandbox import SandboxPool, SandboxUnavailable
 from referee.scoring import BackgroundShare, Scorer, WorkerPool
@@ -80,26 +82,34 @@ def scorer_backend(
 
 @asynccontextmanager
 async def in_process(settings: Settings | None = None) -> AsyncIterator[ScoreGroups]:
-    """The built-in verifiers in this process: a worker pool of `settings.workers` processes and,
-    when `settings.sandbox` is enabled, a sandbox pool started from it (needed by `code`)."""
+    """The built-in verifiers in this process: a worker pool of `settings.workers` processes,
+    when `settings.sandbox` is enabled a sandbox pool started from it (needed by `code`), and
+    when `settings.judges` names endpoints (REFEREE_JUDGE_ENDPOINTS) clients of them, as the
+    service has (needed by the judge verifiers; their verdict cache lives as long as this
+    backend, so audits run through one backend share it)."""
     settings = settings or Settings(sandbox=False)
     installed = load_installed(settings.registry.extra_verifiers, plugins=settings.registry.load_plugins)
     pool = WorkerPool(settings.workers, installed)
     pool.start()
     sandbox_pool: SandboxPool | None = None
+    judges: JudgeClients | None = None
     try:
+        if settings.judges.endpoints:
+            judges = JudgeClients(settings.judges)
         if settings.sandbox.enabled:
             sandbox_pool = SandboxPool(settings.sandbox)
             await sandbox_pool.start()
             healthy, why = sandbox_pool.health()
             if not healthy:  # every code verdict would be an error: say so once, up front
                 raise SandboxUnavailable(f"the code sandbox is unavailable: {why}")
-        scorer = Scorer(settings.limits, settings.workers, installed, pool, Resources(sandbox=sandbox_pool))
-        yield scorer_backend(scorer)
+        resources = Resources(sandbox=sandbox_pool, judges=judges)
+        yield scorer_backend(Scorer(settings.limits, settings.workers, installed, pool, resources))
     finally:
         pool.close()
         if sandbox_pool is not None:
             await sandbox_pool.close()
+        if judges is not None:
+            await judges.aclose()
 
 
 def over_http(client: AsyncClient) -> ScoreGroups:

@@ -13,6 +13,7 @@ import typer
 
 from referee.audit.backend import ScoreGroups, in_process, over_http
 from referee.audit.data import component_names, load_labelled, parse_verifier
+from referee.audit.judging import cost_line
 from referee.audit.report import write_reports
 from referee.audit.run import run_audit
 from referee.audit.strength import MAX_MUTANTS, MAX_SURVIVAL, load_problems, run_strength
@@ -84,7 +85,9 @@ def run_command(
     workers: Annotated[int, typer.Option(help="Worker processes for in-process scoring.")] = 2,
     title: Annotated[str | None, typer.Option(help="Report title.")] = None,
 ) -> None:
-    """Accuracy, confusion, false positives, latency and the probe battery of a verifier."""
+    """Accuracy, confusion, false positives, latency and the probe battery of a verifier; for a
+    judge verifier (judge_equivalence, judge_rubric, judge_label: endpoints from
+    REFEREE_JUDGE_ENDPOINTS, or the service's with --url) also its calls, tokens and cache hits."""
     try:
         spec = parse_verifier(verifier)
         rows = load_labelled(file)
@@ -105,6 +108,8 @@ def run_command(
             f"accuracy {report.accuracy:.2%}, false positives {len(report.false_positives)}, "
             f"errors {len(report.errors)}, probes {sum(p.passed for p in report.probes)}/{len(report.probes)}"
         )
+        if report.judge is not None:
+            typer.echo(f"judge: {cost_line(report.judge)}")
         typer.echo("reports: " + ", ".join(str(p) for p in paths.values()))
         if not report.probes_passed:
             failed = [f"{p.battery}/{p.name}" for p in report.probes if not p.passed]

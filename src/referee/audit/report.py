@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from referee.audit.judging import COST_NOTE, cost_line, cost_table
 from referee.audit.run import AuditReport, ProbeResult, RowResult
 from referee.audit.strength import StrengthReport
 
@@ -83,12 +84,22 @@ def audit_markdown(report: AuditReport, *, title: str | None = None, html_name: 
         f"- latency per verdict: p50 {lat.p50_ms:.2f} ms · p99 {lat.p99_ms:.2f} ms · max {lat.max_ms:.2f} ms",
         f"- probe battery: {sum(p.passed for p in report.probes)}/{len(report.probes)} probes pass"
         + ("" if report.probes_passed else f" — **{len(failed_probes)} FAIL**"),
+        *([f"- **judge cost**: {cost_line(report.judge)}"] if report.judge else []),
         f"- wall time {report.wall_s:.1f} s",
         "",
         "## False positives",
         "",
     ]
     out += _md_table(_ROW_HEADER, _listing(report.false_positives)) if report.false_positives else ["None."]
+    if report.judge or report.judge_probes:
+        out += [
+            "",
+            "## Judge cost",
+            "",
+            *_md_table(*cost_table(report.judge, report.judge_probes)),
+            "",
+            COST_NOTE,
+        ]
     out += ["", "## Probe battery", ""]
     batteries = [
         [name, s.probes, s.passed, ", ".join(s.failed) or "—"] for name, s in report.batteries.items()
@@ -256,6 +267,7 @@ def audit_html(report: AuditReport, *, title: str | None = None) -> str:
         f"confusion at 0.5: TP {c.tp} · FP {c.fp} · TN {c.tn} · FN {c.fn} · error {c.error}",
         f"latency: p50 {lat.p50_ms:.2f} ms · p99 {lat.p99_ms:.2f} ms · max {lat.max_ms:.2f} ms",
         f"probe battery: {sum(p.passed for p in report.probes)}/{len(report.probes)} pass",
+        *([f"<b>judge cost</b>: {html.escape(cost_line(report.judge))}"] if report.judge else []),
     ]
     probes = sorted(report.probes, key=lambda p: p.passed)
     parts = [
@@ -264,6 +276,15 @@ def audit_html(report: AuditReport, *, title: str | None = None) -> str:
         _html_table(_ROW_HEADER, _listing(report.false_positives))
         if report.false_positives
         else "<p>None.</p>",
+        *(
+            [
+                "<h2>Judge cost</h2>",
+                _html_table(*cost_table(report.judge, report.judge_probes)),
+                f"<p>{html.escape(COST_NOTE)}</p>",
+            ]
+            if report.judge or report.judge_probes
+            else []
+        ),
         "<h2>Plots</h2>",
         _figures(audit_plots(report)),
         "<h2>Probe battery</h2>",

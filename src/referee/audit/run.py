@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from referee.audit.backend import ScoreGroups
 from referee.audit.data import LabelledRow, VerifierSpec, component_names, resolve_name, spec_text
+from referee.audit.judging import JudgeCost, judge_cost, percentile
 from referee.audit.probes import Probe, battery, generic
 from referee.models import GroupSpec, Verdict, VerifierComponent
 
@@ -117,18 +117,12 @@ class AuditReport(BaseModel):
     probes_passed: bool
     wall_s: float
     results: list[RowResult]
+    # Present when verdicts came from a model judge (their details carry its calls).
+    judge: JudgeCost | None = Field(default=None, description="The judge calls behind the rows' verdicts.")
+    judge_probes: JudgeCost | None = Field(default=None, description="The judge calls of the probe battery.")
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def _row_spec(spec: VerifierSpec, row: LabelledRow) -> tuple[str | list[VerifierComponent], dict[str, Any]]:
@@ -258,11 +252,20 @@ async def run_audit(
         verifier=spec_text(verifier),
         source=source,
         wall_s=time.perf_counter() - start,
+        judge=judge_cost(row_verdicts),
+        judge_probes=judge_cost(probe_verdicts),
     )
 
 
 def summarise(
-    results: list[RowResult], probe_results: list[ProbeResult], *, verifier: str, source: str, wall_s: float
+    results: list[RowResult],
+    probe_results: list[ProbeResult],
+    *,
+    verifier: str,
+    source: str,
+    wall_s: float,
+    judge: JudgeCost | None = None,
+    judge_probes: JudgeCost | None = None,
 ) -> AuditReport:
     confusion = Confusion()
     for r in results:
@@ -324,6 +327,8 @@ def summarise(
         probes_passed=all(p.passed for p in probe_results),
         wall_s=round(wall_s, 3),
         results=results,
+        judge=judge,
+        judge_probes=judge_probes,
     )
 
 
