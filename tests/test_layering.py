@@ -27,7 +27,7 @@ SRC = REPO / "src"
 ROOT = SRC / "referee"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 
-NEUTRAL = {"models", "advantages", "grouping", "errors", "settings", "logs", "turns", "breaker"}
+NEUTRAL = {"models", "advantages", "grouping", "errors", "settings", "logs", "turns", "breaker", "pg_connect"}
 COMPOSITION_ROOT = {"cli", "__main__", "__init__"}
 # package -> the packages it may import (neutral modules are always allowed).
 ALLOWED: dict[str, set[str]] = {

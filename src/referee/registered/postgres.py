@@ -37,6 +37,7 @@ from typing import Any
 
 import structlog
 
+from referee.pg_connect import connect_options, conninfo
 from referee.registered.store import _SCHEMA as _SQLITE_SCHEMA
 from referee.registered.store import RegistryUnavailable, RegistryUnreachable, SQLiteStore
 
@@ -64,15 +65,6 @@ def _describe(exc: Exception) -> str:
     if state is None:
         return type(exc).__name__
     return f"{type(exc).__name__} ({state}): {exc.diag.message_primary}"[:200]  # type: ignore[attr-defined]
-
-
-def _conninfo(url: str, conninfo_to_dict: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    """A DSN's parameters, the password left out (this is what the log may say)."""
-    try:
-        parts = conninfo_to_dict(url)
-    except Exception:  # not parseable: then connecting fails too, and says so
-        return {}
-    return {k: v for k, v in parts.items() if k != "password"}
 
 
 class _Watcher:
@@ -199,22 +191,11 @@ class PostgresStore(SQLiteStore):
         self.url = url
         self.refresh_s = refresh_s
         timeout_s = max(1, int(connect_timeout_s))
-        given = _conninfo(url, self.pg.conninfo.conninfo_to_dict)
+        given = conninfo(url, self.pg.conninfo.conninfo_to_dict)
         # A peer that stops answering (its host gone, a partition) fails a statement within
         # `timeout_s` (unacknowledged data) or ~25 s (keepalives on an idle connection); the URL's
         # own settings win.
-        self._connect_options = {
-            key: value
-            for key, value in {
-                "connect_timeout": timeout_s,
-                "tcp_user_timeout": timeout_s * 1000,
-                "keepalives": 1,
-                "keepalives_idle": 10,
-                "keepalives_interval": 5,
-                "keepalives_count": 3,
-            }.items()
-            if key not in given
-        }
+        self._connect_options = connect_options(given, timeout_s)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []

@@ -37,6 +37,7 @@ from typing import Any
 
 import structlog
 
+from referee.pg_connect import connect_options, conninfo
 from referee.stats.buckets import HttpBucket, MinuteBucket
 from referee.stats.tracker import Dirty, MinuteKey
 from referee.stats.views import ReplicaHttp, ReplicaMinute
@@ -81,8 +82,6 @@ _UPSERT_HTTP = (
     "requests = EXCLUDED.requests, client_errors = EXCLUDED.client_errors, "
     "server_errors = EXCLUDED.server_errors, refused = EXCLUDED.refused"
 )
-# TCP keepalives on an idle connection: a dead peer is noticed in ~25 s.
-_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 _VALID_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -144,11 +143,9 @@ class SharedStats:
         self.replica = replica
         self.clock = clock
         timeout_s = max(1, int(connect_timeout_s))
-        given = self._conninfo()
-        # A silent peer fails a statement within seconds, as for the registry; the URL's own
-        # settings win.
-        options = {"connect_timeout": timeout_s, "tcp_user_timeout": timeout_s * 1000, **_KEEPALIVES}
-        self._options = {key: value for key, value in options.items() if key not in given}
+        given = conninfo(self._url, self._pg.conninfo.conninfo_to_dict)
+        # A silent peer fails a statement within seconds, as for the registry.
+        self._options = connect_options(given, timeout_s)
         self.server = {k: v for k, v in given.items() if k in ("host", "hostaddr", "port", "dbname", "user")}
         self._schema_ready = False
         self._locks = {"publish": threading.Lock(), "read": threading.Lock()}
@@ -160,13 +157,6 @@ class SharedStats:
 
     def __repr__(self) -> str:  # never the DSN: it may carry a password
         return f"SharedStats(replica={self.replica!r})"
-
-    def _conninfo(self) -> dict[str, Any]:
-        try:
-            parts: dict[str, Any] = self._pg.conninfo.conninfo_to_dict(self._url)
-        except Exception:  # not parseable: connecting fails too, and says so
-            return {}
-        return {k: v for k, v in parts.items() if k != "password"}
 
     # ---- connections -------------------------------------------------------------------------
 
