@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import httpx
 import pytest
 
+from referee.models.verifiers import RegisteredKind
 from referee.service.background import BackgroundServer
 from referee.verifiers.installed import load_installed
 
@@ -69,6 +72,13 @@ def test_openapi_and_docs_are_served(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     assert "/v1/score" in spec["paths"] and "/v1/groups" in spec["paths"]
     assert http.get("/docs").status_code == 200
+
+
+def test_the_list_route_documents_every_registered_kind(http: httpx.Client) -> None:
+    """GET /v1/verifiers lists registered types of every kind; its description names them all."""
+    described = http.get("/openapi.json").json()["paths"]["/v1/verifiers"]["get"]["description"]
+    for kind in get_args(RegisteredKind):
+        assert kind in described, kind
 
 
 def test_open_mode_documents_only_the_quotas_that_hold_without_keys(http: httpx.Client) -> None:

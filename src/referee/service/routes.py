@@ -102,7 +102,7 @@ def verifier_info(verifier: Verifier, kind: str) -> VerifierInfo:
 )
 async def list_verifiers(scorer: ScorerDep, catalog: CatalogDep) -> VerifierList:
     """Installed verifiers (kind builtin/extra/plugin), then registered types (kind
-    declarative/python/webhook, latest active version)."""
+    declarative/python/webhook/judge, latest active version)."""
     installed = scorer.installed
     builtin = [verifier_info(v, installed.kind(v.name)) for v in installed]
     return VerifierList(
