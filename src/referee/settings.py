@@ -360,6 +360,9 @@ class SandboxSettings(Section):
     # waits are given back to a program, but a run past its backstop is masked and retried).
     max_parallel: int = Field(default_factory=_cpu_count, ge=1, le=256)
     max_starting: int = Field(default=2, ge=1, le=64, description="Container starts in flight.")
+    # Code sessions (issue 30) each hold a container of their own for their whole life, beside
+    # the pool: an idle one costs its supervisor and kernel (~20 MB), never a run slot.
+    max_sessions: int = Field(default=64, ge=0, le=1024, description="Code sessions open at once.")
     # A container serves up to this many programs (each under a uid of its own, the container
     # scrubbed in between) and is retired after `max_container_age_s`: reuse takes container
     # starts (~7/s on 2 cores, serialised by dockerd) off the path of sustained scoring.

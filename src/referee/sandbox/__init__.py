@@ -19,19 +19,33 @@ from referee.sandbox.protocol import (
 )
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
+from referee.sandbox.session import (
+    CallOutcome,
+    CallStatus,
+    SandboxSession,
+    SessionClosed,
+    SessionLimits,
+    SessionSpec,
+)
 from referee.sandbox.settings import SandboxSettings
 
 __all__ = [
     "LANGUAGES",
+    "CallOutcome",
+    "CallStatus",
     "Job",
     "Judgement",
     "Language",
     "Limits",
     "RunResult",
     "SandboxPool",
+    "SandboxSession",
     "SandboxSettings",
     "SandboxUnavailable",
     "ScriptTest",
+    "SessionClosed",
+    "SessionLimits",
+    "SessionSpec",
     "StdioConvention",
     "TestInput",
     "TestRun",

@@ -42,6 +42,8 @@ IN_IMAGE_FILES = (
     "call_harness.js",
     "script_tester.py",
     "tagged.py",
+    "session_host.py",
+    "session_kernel.py",
 )
 IN_IMAGE_SOURCE = "src/referee/sandbox/in_container"  # their folder in the repository
 RECIPE_LABEL = "org.referee.sandbox.recipe"

@@ -39,6 +39,7 @@ from referee.sandbox.hardening import container_create_kwargs
 from referee.sandbox.image import image_ref
 from referee.sandbox.instance import InstanceClaim, claim_instance
 from referee.sandbox.protocol import Job, RunResult, SandboxUnavailable, TestRun
+from referee.sandbox.session import SESSION_LANGUAGES, SandboxSession, SessionSpec
 from referee.sandbox.settings import SandboxSettings
 from referee.sandbox.submission import run_tests
 
@@ -60,6 +61,7 @@ class SandboxPool:
         self._recycling = 0  # containers scrubbing themselves after a submission
         self._waiting = 0
         self._queued = 0  # submissions waiting for a run slot
+        self._sessions = 0  # code sessions open (or opening), each holding one container
         self._active = 0  # submissions holding a run slot
         self._changed = asyncio.Event()
         self._running_sem = asyncio.Semaphore(self.settings.max_parallel)
@@ -68,7 +70,7 @@ class SandboxPool:
         self._healthy = False
         self._reason = "not started"
         self._closed = False
-        self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0, "found_dead": 0}
+        self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0, "found_dead": 0, "sessions": 0}
         self._claim: InstanceClaim | None = None  # the instance slot, when this pool claimed one
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -188,8 +190,14 @@ class SandboxPool:
         }
 
     @property
+    def sessions_open(self) -> int:
+        """Code sessions open now (each holds one container, not counted in `containers`)."""
+        return self._sessions
+
+    @property
     def containers(self) -> int:
-        """Containers that exist now: warm, starting, running a submission or scrubbing."""
+        """Containers that exist now for submissions: warm, starting, running one or
+        scrubbing (a session's container is counted by `sessions_open` instead)."""
         return len(self._warm) + self._starting + self._in_use + self._recycling
 
     @property
@@ -308,7 +316,7 @@ class SandboxPool:
         self._spawn(self._remove(container))  # gone already, or dying: removal is best effort
         self._changed.set()  # the maintainer starts a replacement
 
-    async def _acquire(self) -> SandboxContainer:
+    async def _acquire(self, *, for_session: bool = False) -> SandboxContainer:
         deadline = time.monotonic() + self.settings.acquire_timeout_s
         self._waiting += 1
         self._changed.set()
@@ -319,7 +327,8 @@ class SandboxPool:
                 while self._warm:
                     container = self._warm.pop(0)
                     if container.alive():
-                        self._in_use += 1
+                        if not for_session:  # a session's container leaves the pool's count
+                            self._in_use += 1
                         return container
                     self._discard_dead(container)
                 remaining = deadline - time.monotonic()
@@ -441,3 +450,73 @@ class SandboxPool:
                 raise StreamLost(f"cannot set the container's memory limit: {exc}"[:300]) from exc
             container.memory_mb = memory_mb
         return await run_tests(container, job, pending, result, state)
+
+    # -- code sessions ---------------------------------------------------------------------------
+
+    async def open_session(self, spec: SessionSpec) -> SandboxSession:
+        """A code session pinned to one container (session.py); SandboxUnavailable when the
+        sandbox cannot run it or all `max_sessions` slots are taken. The pool refills behind
+        it, so open sessions never take warm containers from scoring for long."""
+        if not self.settings.enabled:
+            raise SandboxUnavailable(self._reason)
+        if spec.language not in SESSION_LANGUAGES:
+            raise ValueError(f"sessions run {', '.join(SESSION_LANGUAGES)}, not {spec.language!r}")
+        if self._sessions >= self.settings.max_sessions:
+            raise SandboxUnavailable(f"every code session slot is taken ({self.settings.max_sessions} open)")
+        self._sessions += 1
+        try:
+            container = await self._acquire(for_session=True)
+        except BaseException:
+            self._sessions -= 1
+            raise
+        self._changed.set()  # the maintainer replaces it in the warm set
+        session = SandboxSession(container, spec, self._end_session)
+        try:
+            memory_mb = self.settings.container_memory_mb(spec.limits.memory_mb)
+            if container.memory_mb != memory_mb:
+                mem = f"{memory_mb}m"
+                await self._call(
+                    self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
+                )
+                container.memory_mb = memory_mb
+            await session.open(self.settings.start_timeout_s)
+        except BaseException as exc:
+            self._sessions -= 1
+            self._spawn(self._remove(container))
+            if isinstance(exc, Exception):
+                raise SandboxUnavailable(f"cannot open a code session: {exc}"[:500]) from exc
+            raise
+        self.stats["sessions"] += 1
+        return session
+
+    async def _end_session(self, container: SandboxContainer, reusable: bool) -> None:
+        """A session ended: its container scrubs itself back into the pool, or is removed."""
+        self._sessions -= 1
+        if reusable and not self._closed:
+            self._recycling += 1
+            self._spawn(self._recycle_session(container))
+        else:
+            self._spawn(self._remove(container))
+        self._changed.set()
+
+    async def _recycle_session(self, container: SandboxContainer) -> None:
+        """After the session's `done`: back to the warm set like any container, unless the
+        pool refilled while the session held it (one more warm container is one more idle
+        supervisor, not a faster group) or the supervisor said anything else."""
+        keep = len(self._warm) < self.settings.pool_size
+        try:
+            deadline = time.monotonic() + self.settings.scrub_timeout_s
+            async for msg in container.messages(deadline):
+                if msg.get("type") == "done":
+                    break
+                if msg.get("type") != "result":  # a reply still on its way is dropped
+                    raise StreamLost(f"the session's supervisor said {str(msg)[:200]}")
+        except StreamLost as exc:
+            log.info("sandbox session container discarded", reason=str(exc))
+            keep = False
+        if keep:
+            await self._recycle(container)
+            return
+        self._recycling -= 1
+        await self._remove(container)
+        self._changed.set()

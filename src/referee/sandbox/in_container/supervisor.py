@@ -52,10 +52,11 @@ import sys
 import time
 
 if __package__:  # imported on the host (tests): the package's own module
-    from . import kernel_stats
+    from . import kernel_stats, session_host
 else:  # a script in the image: its siblings in /opt/referee (-I leaves the script's folder out)
     sys.path.insert(0, os.path.dirname(__file__))
     import kernel_stats  # type: ignore[no-redef]
+    import session_host  # type: ignore[no-redef]
 
 KeptFile = kernel_stats.KeptFile
 read_oom_kills = kernel_stats.read_oom_kills
@@ -981,7 +982,11 @@ def main():
         run += 1
         uid = CANDIDATE_UID_BASE + run
         try:
-            if not serve(sup, req, uid, received):
+            if req.get("mode") == "session":
+                # A code session (session_host.py): its end is a program's end.
+                if not session_host.serve_session(sup, req, uid, requests, sys.modules[__name__]):
+                    return 3
+            elif not serve(sup, req, uid, received):
                 return 3
             # The scrub is part of the program's slot: the host holds it until `done`.
             problem = sup.scrub(uid)

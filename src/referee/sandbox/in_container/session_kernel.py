@@ -1,0 +1,123 @@
+"""A code session's kernel (stdlib only, Python 3.11): runs cells in one namespace, as a
+notebook does, under the session's uid, started by the supervisor (session_host.py).
+
+fd 3 brings requests, one JSON line each: first {"files": {name: base64}} (written into the
+work dir as this uid, so the session owns them), then {"call": n, "code": base64}. After each
+cell the kernel flushes stdout/stderr (pipes the supervisor drains) and writes one JSON line
+on fd 4: {"call": n, "status": "ok"|"error", "value", "error", "truncated"}. The call number
+lets the supervisor tell its reply from anything the cell itself wrote on fd 4: the cell runs
+in this process and can reach every fd, which only ever fools its own session.
+
+The last statement of a cell, when it is an expression, is evaluated and its repr returned
+(`value`), as Jupyter shows it. An exception is reported with the frames of the cells only;
+SystemExit is an exception like any other here (a cell cannot end its session by accident),
+and the kernel then carries on with its namespace intact.
+"""
+
+import ast
+import base64
+import builtins
+import contextlib
+import json
+import linecache
+import os
+import sys
+import traceback
+
+REQUESTS_FD, REPLIES_FD = 3, 4
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_lines(fd):
+    buf = b""
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, _, buf = buf.partition(b"\n")
+            yield json.loads(line)
+
+
+def write_files(files):
+    """The session's files, as this uid (relative paths checked by the host; checked again)."""
+    for name, data in files.items():
+        path = os.path.normpath(name)
+        if path.startswith(("/", "..")):
+            continue
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(data))
+
+
+def cell_traceback(exc, filename_prefix):
+    """The traceback without the kernel's own frames (they say nothing about the cell)."""
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(filename_prefix):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def run_cell(source, namespace, call):
+    """(status, value repr or None, error text or None)."""
+    filename = f"<cell-{call}>"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)  # tracebacks show the code
+    try:
+        tree = ast.parse(source, filename, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, filename, "exec"), namespace)  # safe: runs only inside the sandbox container  # noqa: S102
+        if last is None:
+            return "ok", None, None
+        value = eval(compile(last, filename, "eval"), namespace)  # safe: sandbox only  # noqa: S307
+        if value is None:
+            return "ok", None, None
+        namespace["_"] = value
+        return "ok", repr(value), None
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the cell's, not ours
+        return "error", None, cell_traceback(exc, "<cell-")
+
+
+def main():
+    for fd in (REQUESTS_FD, REPLIES_FD):
+        os.set_inheritable(fd, False)  # never handed to a subprocess the cell starts
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    for req in read_lines(REQUESTS_FD):
+        if "files" in req:
+            write_files(req["files"])
+            reply = {"call": 0, "status": "ok"}
+        else:
+            source = base64.b64decode(req["code"]).decode("utf-8", "surrogatepass")
+            status, value, error = run_cell(source, namespace, req["call"])
+            cap = int(req.get("value_bytes") or 16384)
+            truncated = value is not None and len(value) > cap
+            if truncated:
+                value = value[:cap]
+            if error is not None and len(error) > cap:
+                error, truncated = error[-cap:], True
+            reply = {
+                "call": req["call"],
+                "status": status,
+                "value": value,
+                "error": error,
+                "truncated": truncated,
+            }
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # closed or broken by the cell
+                stream.flush()
+        write_all(REPLIES_FD, (json.dumps(reply) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
