@@ -20,6 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.verifiers.base import Check, Verifier
 from referee.verifiers.judge.options import EquivalenceOptions
+from referee.verifiers.math._choices import (
+    CHOICE_GOLD,
+    CHOICE_GOLD_CONTENT,
+    choice_letter,
+    trailing_choices,
+)
 from referee.verifiers.math._compare import EqualityRules, values_equal
 from referee.verifiers.math._extract import Extracted, final_answer
 from referee.verifiers.math._format import render
@@ -124,45 +130,6 @@ def parse_answer(raw: str) -> Parsed:
         return Parsed(answer_value(parse_tokens(math_tokens)), words)
     except (LexError, ParseError, ConversionError) as exc:
         return Parsed(None, [], str(exc)[:120])
-
-
-_MC = re.compile(r"^[(\[]?\s*([A-Z])\s*[)\]]?$")
-# A multiple-choice gold written with its option's content: "C. x = 42", "(B) 12".
-_MC_CONTENT = re.compile(r"^\s*(?:\(([A-J])\)|([A-J])[.:)])\s+(\S.{0,500})$", re.S)
-# Arithmetic right after a letter: `B \cdot 3`, `C + 1`, `E*2` are expressions, not choices.
-_AFTER_LETTER_MATH = re.compile(
-    r"\s*(?:[-+*/^_=<>!]|\\(?:cdot|times|div|pm|mp|le|ge|ne|neq|leq|geq|lt|gt|frac|sqrt)(?![A-Za-z]))"
-)
-_MC_RESPONSE = re.compile(r"^(?:option|choice)?\s*[(\[]?\s*([A-Za-z])\s*[)\]]?(?=$|[\s.:,])")
-_LETTERS = re.compile(r"(?<![A-Za-z\\])([A-J])(?![A-Za-z])")
-
-
-def _choice_letter(raw: str) -> tuple[str | None, bool]:
-    """(letter, hedged) of a multiple-choice answer such as "(D)", "\\textbf{(D)}", "D. 42"."""
-    text = clean(raw).replace(WORD_MARK, " ").strip()
-    if len(set(_LETTERS.findall(text))) > 1:
-        return None, True
-    match = _MC_RESPONSE.match(text)
-    if match is None or _AFTER_LETTER_MATH.match(text, match.end()):
-        return None, False
-    return match.group(1).upper(), False
-
-
-# What may follow a chosen letter and still list more choices: "A. B.", "A) B)", "A\nB",
-# "A, (B)", "A or B" after the answer's letter are a hedge.
-_TRAILING_CHOICES = re.compile(
-    r"^[\s).\]:*_}$]*(?:(?:[,;/&]|\bor\b|\band\b)?[\s*_]*[(\[]?\s*([A-J])\s*[)\].:]?[\s*_]*)+[.\s]*$"
-)
-
-
-def _trailing_choices(response: str, raw: str) -> set[str]:
-    """The letters written as choices right after the final answer `raw` and nothing else
-    (the answer is the response's last occurrence of it)."""
-    at = response.rfind(raw.strip())
-    tail = response[at + len(raw.strip()) :] if at >= 0 else ""
-    if not tail.strip() or len(tail) > 200 or not _TRAILING_CHOICES.match(tail):
-        return set()
-    return set(_LETTERS.findall(tail))
 
 
 _HEDGE_WORDS = frozenset({"not", "or", "and", "no", "either", "maybe", "perhaps", "isn't", "never"})
@@ -292,10 +259,10 @@ class MathVerifier(Verifier):
         if isinstance(reference, MathReference) and reference.rounded_decimal_gold is not None:
             rounded = reference.rounded_decimal_gold
         policy = EqualityRules(rounded_decimal_gold=rounded)
-        letter = _MC.match(re.sub(r"\s+", "", clean(raw).replace(WORD_MARK, "")))
+        letter = CHOICE_GOLD.match(re.sub(r"\s+", "", clean(raw).replace(WORD_MARK, "")))
         if letter:
             return Gold(raw, "choice", policy, letter=letter.group(1))
-        labelled = _MC_CONTENT.match(raw)
+        labelled = CHOICE_GOLD_CONTENT.match(raw)
         if labelled:  # the letter, or the option's content, is the answer
             content = parse_answer(labelled.group(3))
             return Gold(
@@ -334,9 +301,9 @@ class MathVerifier(Verifier):
         return self._check_math(found, prepared)
 
     def _check_choice(self, found: Extracted, gold: Gold, response: str) -> Check:
-        letters = set(_trailing_choices(response, found.answers[-1]))
+        letters = set(trailing_choices(response, found.answers[-1]))
         for raw in found.answers:
-            letter, hedged = _choice_letter(raw)
+            letter, hedged = choice_letter(raw)
             if hedged:
                 return _verdict(0.0, "several choices given (hedging)", answer=raw[:200])
             if letter is None and gold.value is not None:
@@ -348,7 +315,7 @@ class MathVerifier(Verifier):
         if len(letters) > 1:
             return _verdict(0.0, "several choices given (hedging)", **details)
         got = letters.pop()
-        if got in {_choice_letter(raw)[0] for raw in found.denied}:
+        if got in {choice_letter(raw)[0] for raw in found.denied}:
             return _verdict(0.0, DENIES, normalized_answer=got, **details)
         if got == gold.letter:
             return _verdict(1.0, None, normalized_answer=got, rule="choice", **details)
