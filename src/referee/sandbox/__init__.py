@@ -20,6 +20,10 @@ from referee.sandbox.protocol import (
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.session import (
+    CALL_SLACK_S,
+    MAX_SESSION_FILES,
+    MAX_SESSION_FILES_BYTES,
+    SESSION_LANGUAGES,
     CallOutcome,
     CallStatus,
     SandboxSession,
@@ -30,7 +34,11 @@ from referee.sandbox.session import (
 from referee.sandbox.settings import SandboxSettings
 
 __all__ = [
+    "CALL_SLACK_S",
     "LANGUAGES",
+    "MAX_SESSION_FILES",
+    "MAX_SESSION_FILES_BYTES",
+    "SESSION_LANGUAGES",
     "CallOutcome",
     "CallStatus",
     "Job",

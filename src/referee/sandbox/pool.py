@@ -407,8 +407,9 @@ class SandboxPool:
                     status="lost", note=f"the program disrupted the sandbox supervisor: {lost}"[:300]
                 )
 
-    async def _recycle(self, container: SandboxContainer) -> None:
-        """Back to the warm pool once the supervisor says it scrubbed itself, or removed."""
+    async def _recycle(self, container: SandboxContainer, *, make_room: bool = False) -> None:
+        """Back to the warm pool once the supervisor says it scrubbed itself, or removed.
+        `make_room`: if the warm set is full, its youngest container goes instead."""
         try:
             container.runs += 1
             retire = (
@@ -421,6 +422,8 @@ class SandboxPool:
                     ready = await container.wait_ready(self.settings.scrub_timeout_s)
             if ready and not self._closed and self._healthy and container.alive():
                 self.stats["reused"] += 1
+                if make_room and self._warm and len(self._warm) >= self.settings.pool_size:
+                    self._spawn(self._remove(self._warm.pop()))
                 self._warm.append(container)
             else:
                 await self._remove(container)
@@ -500,10 +503,10 @@ class SandboxPool:
         self._changed.set()
 
     async def _recycle_session(self, container: SandboxContainer) -> None:
-        """After the session's `done`: back to the warm set like any container, unless the
-        pool refilled while the session held it (one more warm container is one more idle
-        supervisor, not a faster group) or the supervisor said anything else."""
-        keep = len(self._warm) < self.settings.pool_size
+        """After the session's `done`: back to the warm set like any container. The pool
+        refilled while the session held it, so the youngest warm container (started meanwhile,
+        never used) makes room: one more warm container is one more idle supervisor, not a
+        faster group, and the container that served the session is the one reused."""
         try:
             deadline = time.monotonic() + self.settings.scrub_timeout_s
             async for msg in container.messages(deadline):
@@ -513,10 +516,8 @@ class SandboxPool:
                     raise StreamLost(f"the session's supervisor said {str(msg)[:200]}")
         except StreamLost as exc:
             log.info("sandbox session container discarded", reason=str(exc))
-            keep = False
-        if keep:
-            await self._recycle(container)
+            self._recycling -= 1
+            await self._remove(container)
+            self._changed.set()
             return
-        self._recycling -= 1
-        await self._remove(container)
-        self._changed.set()
+        await self._recycle(container, make_room=True)

@@ -237,9 +237,13 @@ def run_call(sup, req, kernel, msg, restart, cpu_start, tools):
     fresh = restart or not kernel.alive()
     if fresh and not (sup.kill_everything(kernel.uid) and kernel.start({})):
         return {"status": "killed", "error": "the session's kernel could not be restarted", "unclean": True}
+    # A fresh random tag per call, so that no reply a cell writes itself on fd 4 is taken for
+    # the kernel's (short of the cell digging the tag out of the kernel's own frames, which
+    # only ever fools its own session).
+    call = os.urandom(8).hex()
     kernel.calls += 1
-    request = {"call": kernel.calls, "code": msg["code"], "value_bytes": req["value_bytes"]}
-    result = kernel.exchange(request, kernel.calls, float(msg["time_s"]), req["output_bytes"])
+    request = {"call": call, "cell": kernel.calls, "code": msg["code"], "value_bytes": req["value_bytes"]}
+    result = kernel.exchange(request, call, float(msg["time_s"]), req["output_bytes"])
     lost = result.pop("lost", None)
     if lost is None:
         return result

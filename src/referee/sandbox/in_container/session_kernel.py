@@ -2,11 +2,11 @@
 notebook does, under the session's uid, started by the supervisor (session_host.py).
 
 fd 3 brings requests, one JSON line each: first {"files": {name: base64}} (written into the
-work dir as this uid, so the session owns them), then {"call": n, "code": base64}. After each
+work dir as this uid, so the session owns them), then {"call": tag, "cell": n, "code": base64}. After each
 cell the kernel flushes stdout/stderr (pipes the supervisor drains) and writes one JSON line
-on fd 4: {"call": n, "status": "ok"|"error", "value", "error", "truncated"}. The call number
-lets the supervisor tell its reply from anything the cell itself wrote on fd 4: the cell runs
-in this process and can reach every fd, which only ever fools its own session.
+on fd 4: {"call": tag, "status": "ok"|"error", "value", "error", "truncated"}. The call's
+random tag lets the supervisor tell its reply from anything the cell itself wrote on fd 4: the
+cell runs in this process and can reach every fd, which only ever fools its own session.
 
 The last statement of a cell, when it is an expression, is evaluated and its repr returned
 (`value`), as Jupyter shows it. An exception is reported with the frames of the cells only;
@@ -98,7 +98,7 @@ def main():
             reply = {"call": 0, "status": "ok"}
         else:
             source = base64.b64decode(req["code"]).decode("utf-8", "surrogatepass")
-            status, value, error = run_cell(source, namespace, req["call"])
+            status, value, error = run_cell(source, namespace, req["cell"])
             cap = int(req.get("value_bytes") or 16384)
             truncated = value is not None and len(value) > cap
             if truncated:
