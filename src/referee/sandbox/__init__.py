@@ -30,6 +30,7 @@ from referee.sandbox.session import (
     SessionClosed,
     SessionLimits,
     SessionSpec,
+    call_wait_s,
 )
 from referee.sandbox.settings import SandboxSettings
 
@@ -58,6 +59,7 @@ __all__ = [
     "TestInput",
     "TestRun",
     "TestVerdict",
+    "call_wait_s",
     "judge",
     "judge_script",
     "plan_script",

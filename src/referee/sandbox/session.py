@@ -35,8 +35,16 @@ SESSION_LANGUAGES = ("python",)
 # Files given at creation: at most this many, this large in all (they travel in one request).
 MAX_SESSION_FILES = 64
 MAX_SESSION_FILES_BYTES = 8 << 20
-# What the host adds to a call's time before it gives up on the supervisor (kill, restart).
-CALL_SLACK_S = 5.0
+# A call's wall-clock backstop is this many times its time (the supervisor's BACKSTOP_FACTOR:
+# the node's load is given back up to it); on top of it the host allows CALL_SLACK_S for the
+# kill, the reaping and a fresh kernel's start before it gives up on the supervisor.
+CALL_BACKSTOP_FACTOR = 3.0
+CALL_SLACK_S = 15.0
+
+
+def call_wait_s(time_s: float) -> float:
+    """How long the host waits for the answer to a call of `time_s` (its longest honest run)."""
+    return CALL_BACKSTOP_FACTOR * time_s + CALL_SLACK_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +148,7 @@ class SandboxSession:
             line = {"op": "run", "code": _b64(code.encode("utf-8", "surrogatepass")), "time_s": limit}
             try:
                 await self.container.send(json.dumps(line).encode() + b"\n")
-                msg = await self._next(limit + CALL_SLACK_S)
+                msg = await self._next(call_wait_s(limit))
             except StreamLost as exc:
                 await self._end(reusable=False)
                 raise SandboxUnavailable(f"the session's container was lost: {exc}") from exc
