@@ -12,6 +12,7 @@ import httpx
 
 from referee.client import _common as c
 from referee.client import _patience as p
+from referee.client import _sessions as s
 from referee.grouping import ChunkPolicy, score_in_chunks
 from referee.models import (
     AdvantageConfig,
@@ -64,20 +65,27 @@ class AsyncClient:
         self._outage = p.Outage(base_url, self._retry.patience_s)
 
     async def _request(
-        self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        resend: s.Resend = s.IDEMPOTENT,
     ) -> httpx.Response:
-        attempts = p.Attempts(self._retry, self._outage, f"{method} {path}")
+        """`resend`: which failures this request may be sent again after (`_sessions.Resend`)."""
+        what = f"{method} {path}"
+        attempts = p.Attempts(self._retry, self._outage, what)
         while True:
             sent_at = time.monotonic()
             try:
                 response = await self._http.request(method, path, json=json, params=params)
             except p.RESEND_EXCEPTIONS as exc:
-                await asyncio.sleep(attempts.after_error(exc, sent_at))
+                await asyncio.sleep(resend.after_error(exc, attempts, sent_at, what))
                 continue
             except httpx.TimeoutException as exc:
                 # Not resent: the service is still working on it (see referee.client._patience).
-                raise c.RefereeUnavailable(f"{method} {path}: no answer in time ({exc!r})") from exc
-            wait = attempts.after_response(response, sent_at)
+                raise c.RefereeUnavailable(f"{what}: no answer in time ({exc!r})") from exc
+            wait = resend.after_response(response, attempts, sent_at)
             if wait is not None:
                 await asyncio.sleep(wait)
                 continue
@@ -137,6 +145,69 @@ class AsyncClient:
         params = {"minutes": minutes}
         return c.parse_verifier_stats(await self._request("GET", "/v1/stats/verifiers", params=params))
 
+    async def open_session(
+        self,
+        language: str = "python",
+        limits: Mapping[str, Any] | None = None,
+        files: Mapping[str, str] | None = None,
+        idle_ttl_s: float | None = None,
+    ) -> AsyncSession:
+        """A stateful code session (`Client.open_session`): `async with await
+        client.open_session() as py: await py.run("x = 1")`."""
+        body = s.session_body(language, limits, files, idle_ttl_s)
+        response = await self._request("POST", "/v1/sessions", body, resend=s.CREATE)
+        return AsyncSession(self, s.parse_session(response))
+
+    async def run(self, session_id: str, code: str, time_s: float | None = None) -> s.RunResult:
+        """Run `code` in a session; never sent twice (`Client.run`)."""
+        path = f"{s.session_path(session_id)}/run"
+        return s.parse_run(await self._request("POST", path, s.run_body(code, time_s), resend=s.ONCE))
+
+    async def session_state(self, session_id: str) -> s.SessionState:
+        return s.parse_state(await self._request("GET", s.session_path(session_id)))
+
+    async def list_sessions(self) -> list[s.SessionState]:
+        """This key's open sessions."""
+        return s.parse_states(await self._request("GET", "/v1/sessions"))
+
+    async def close_session(self, session_id: str) -> bool:
+        """End a session; False when it was already gone (closed, expired, unknown)."""
+        return await self._delete(s.session_path(session_id))
+
+    async def list_environments(self) -> list[s.EnvironmentInfo]:
+        return s.parse_environments(await self._request("GET", "/v1/environments"))
+
+    async def start_episode(
+        self, name: str, task: Mapping[str, Any] | None = None, seed: int | None = None
+    ) -> s.Episode:
+        """Start an episode of environment `name` (`Client.start_episode`)."""
+        body = s.episode_body(task, seed)
+        return s.parse_episode(name, await self._request("POST", s.episode_path(name), body, resend=s.CREATE))
+
+    async def step(self, name: str, episode_id: str, action: Mapping[str, Any]) -> s.StepResult:
+        """One action (`tool_call(...)` or `message(...)`); never sent twice."""
+        path = f"{s.episode_path(name, episode_id)}/step"
+        return s.parse_step(await self._request("POST", path, {"action": dict(action)}, resend=s.ONCE))
+
+    async def verify(self, name: str, episode_id: str, response: str | None = None) -> Verdict:
+        """The episode's verdict; `response` None judges its final message."""
+        path = f"{s.episode_path(name, episode_id)}/verify"
+        body = {"response": response}
+        return c.parse_verdict(await self._request("POST", path, body, resend=s.BACKPRESSURE))
+
+    async def end_episode(self, name: str, episode_id: str) -> bool:
+        """End an episode (and its code session); False when it was already gone."""
+        return await self._delete(s.episode_path(name, episode_id))
+
+    async def _delete(self, path: str) -> bool:
+        try:
+            await self._request("DELETE", path)
+        except c.RefereeHTTPError as exc:
+            if exc.status_code == 404:
+                return False
+            raise
+        return True
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
@@ -147,3 +218,29 @@ class AsyncClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+class AsyncSession(s.SessionHandle):
+    """A code session of an `AsyncClient` (`Session`, awaited)."""
+
+    client: AsyncClient
+
+    async def run(self, code: str, time_s: float | None = None) -> s.RunResult:
+        return await self.client.run(self.id, code, time_s)
+
+    async def state(self) -> s.SessionState:
+        return await self.client.session_state(self.id)
+
+    async def close(self) -> None:
+        """End the session (idempotent; a session the service already ended is fine)."""
+        if not self.closed:
+            self.closed = True
+            await self.client.close_session(self.id)
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
