@@ -24,6 +24,9 @@ ALLOWED = {
     "trainer_adapter/openrlhf.py": "OpenRLHF calls its reward file's function with the samples only: "
     "the rollout actors' environment (REFEREE_OPENRLHF_URL, REFEREE_API_KEY, REFEREE_PATIENCE_S) "
     "configures it",
+    "trainer_adapter/rollouts.py": "the tool and agent adapters are built by the trainers (verl's "
+    "tool YAML names the variable holding the key; OpenRLHF's agent file takes no arguments): "
+    "REFEREE_URL, REFEREE_API_KEY, REFEREE_PATIENCE_S, REFEREE_IDLE_TTL_S configure them",
     "trainer_adapter/grpo/demo.py": "starts a service process of its own; a child process takes "
     "its settings through its environment",
     "deploy/ray_serve.py": "sets Ray's own proxy configuration, which Ray reads from the environment "

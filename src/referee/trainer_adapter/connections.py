@@ -30,6 +30,7 @@ MAX_BATCH = 8192
 
 _sync_clients: dict[tuple[Any, ...], Any] = {}
 _batchers: dict[tuple[Any, ...], SampleBatcher] = {}
+_async_clients: dict[tuple[Any, ...], Any] = {}
 _lock: threading.Lock | None = None
 _lock_pid = -1
 
@@ -102,6 +103,23 @@ def use_client(url: str, api_key: str | None, client: Any, patience: Patience = 
         if client is not None:
             _sync_clients[key] = client
     return previous
+
+
+def async_client(
+    url: str, api_key: str | None, patience: Patience = Patience(), timeout: float = 60.0
+) -> Any:
+    """One `referee.client.AsyncClient` per process, running event loop, service, patience and
+    timeout: the code sessions and episodes of the tool and environment adapters (not batched:
+    each call is a step of its own rollout)."""
+    key = (os.getpid(), id(asyncio.get_running_loop()), url, api_key, patience, timeout)
+    found = _async_clients.get(key)
+    if found is None:
+        from referee.client import AsyncClient
+
+        found = _async_clients[key] = AsyncClient(
+            url, api_key=api_key, timeout=timeout, **patience.settings()
+        )
+    return found
 
 
 def batcher(url: str, api_key: str | None, patience: Patience = Patience()) -> SampleBatcher:

@@ -1,0 +1,109 @@
+"""OpenRLHF 0.11.2 loads `referee/trainer_adapter/openrlhf_agent.py` as its agent file
+(`--train.agent_func_path`) and its `MultiTurnAgentExecutor` drives one environment episode per
+sample: tool calls run in the episode's session, the final answer is verified, the verdict is
+the reward, and the episode is ended (also when the executor abandons it). The vLLM engine is
+scripted as in tests/service/test_openrlhf_real.py."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
+pytest.importorskip(
+    "openrlhf",
+    reason="needs openrlhf: `make` installs it with the `trainers` extra (pyproject.toml, [tool.referee] trainers-no-deps: pip install --no-deps)",
+)
+
+from openrlhf.utils.agent import AgentExecutorBase
+
+import referee.trainer_adapter.openrlhf_agent as agent_file
+from tests.service.test_openrlhf_real import EpisodeEngine, SamplingParams
+from tests.support.fake_rollouts import FakeRollouts
+from tests.support.tokenizers import printable_tokenizer
+
+PROMPT = "What is 6*7? Use the python tool."
+
+
+def call(code: str) -> str:
+    return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+
+
+def load_executor() -> Any:
+    """As openrlhf.trainer.ray.vllm_engine._load_agent_executor does (that module needs vllm)."""
+    spec = importlib.util.spec_from_file_location("agent_module", agent_file.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    executor = module.AgentExecutor()
+    assert isinstance(executor, AgentExecutorBase)
+    return executor
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRollouts]:
+    with FakeRollouts() as running:
+        monkeypatch.setenv("REFEREE_URL", running.url)
+        monkeypatch.setenv("REFEREE_API_KEY", "openrlhf-key")
+        monkeypatch.setenv("REFEREE_VERIFIER", "exact")
+        yield running
+
+
+async def test_an_episode_per_sample_rewarded_by_its_verdict(fake: FakeRollouts) -> None:
+    executor, tokenizer = load_executor(), printable_tokenizer()
+    right = EpisodeEngine(tokenizer, [call("x = 6 * 7"), call("print(x)"), "42"])
+    wrong = EpisodeEngine(tokenizer, [call("x = 6 * 6"), "36"])
+    label = json.dumps({"reference": "42"})
+    first, second = await asyncio.gather(
+        executor.execute(PROMPT, label, SamplingParams(), 1024, tokenizer, right),
+        executor.execute(PROMPT, "42", SamplingParams(), 1024, tokenizer, wrong),
+    )
+    assert (right.calls, wrong.calls) == (3, 2)
+    assert (first["reward"], first["scores"]) == (1.0, 1.0)
+    assert second["reward"] == 0.0
+    assert first["extra_logs"] == {"referee_tool_calls": 2.0, "referee_verdict_error": 0.0}
+    # The tool's output reached the model between its turns, in ChatML's tool turn.
+    seen = tokenizer.decode(first["observation_tokens"])
+    assert "<tool_response>42</tool_response>" in seen.replace("<|endoftext|>", "")
+    assert len(first["action_ranges"]) == 3
+    assert fake.episodes == {} and fake.sessions == {} and fake.closed == 2
+
+
+async def test_an_abandoned_episode_is_ended(fake: FakeRollouts) -> None:
+    executor, tokenizer = load_executor(), printable_tokenizer()
+    engine = EpisodeEngine(tokenizer, [call("1 + 1")] * 4)
+    # A budget that ends the rollout after the first tool call: `step` is not called again.
+    budget = len(PROMPT) + len(call("1 + 1")) + 20
+    result = await executor.execute(PROMPT, "2", SamplingParams(), budget, tokenizer, engine)
+    assert engine.calls == 1 and result["reward"] == 0.0
+    gc.collect()
+    for _ in range(100):
+        if not fake.episodes:
+            break
+        await asyncio.sleep(0.01)
+    assert fake.episodes == {} and fake.sessions == {}
+
+
+def test_labels_and_tool_calls_are_read_as_documented() -> None:
+    assert agent_file.task_of('{"reference": 3, "options": {"a": 1}}', "p", "math") == {
+        "prompt": "p",
+        "verifier": "math",
+        "reference": 3,
+        "options": {"a": 1},
+    }
+    assert agent_file.task_of("3", "p", "math") == {"prompt": "p", "verifier": "math", "reference": "3"}
+    assert agent_file.task_of("plain", "p", "exact")["reference"] == "plain"
+    assert agent_file.parse_tool_call("no call") is None
+    assert agent_file.parse_tool_call(call("a = 1")) == ("python", {"code": "a = 1"})
+    stringly = '<tool_call>{"name": "python", "arguments": "{\\"code\\": \\"2\\"}"}</tool_call>'
+    assert agent_file.parse_tool_call(stringly) == ("python", {"code": "2"})
+    assert agent_file.parse_tool_call("<tool_call>{oops}</tool_call>") == (
+        "invalid_tool_call",
+        {"raw": "{oops}"},
+    )
