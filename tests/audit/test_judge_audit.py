@@ -21,9 +21,10 @@ import httpx
 from typer.testing import CliRunner
 
 from referee.audit import in_process, read_rows, run_audit, write_reports
-from referee.audit.judging import error_kind, judge_calls
+from referee.audit.judging import error_kind, judge_calls, judge_cost
 from referee.audit.run import report_from_json
 from referee.cli import app
+from referee.models import Verdict, VerdictStatus
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
 from tests.judges.scripted_server import API_KEY, ChatServer, completion
@@ -123,7 +124,7 @@ async def test_an_audit_of_judge_equivalence_costs_what_the_server_counted(tmp_p
         judge = scripted(server)
         async with in_process(make_settings(workers=1, judge_endpoints=endpoints(server))) as score:
             first = await run_audit(rows, "judge_equivalence", score, probes=False)
-            calls_first = server.hits["judge"]
+            calls_first, spent_first = server.hits["judge"], judge.tokens()
             second = await run_audit(rows, "judge_equivalence", score, probes=False)
     assert {text for text, _, _ in judge.sent} == set(EQUIVALENCE)  # every judged text was scripted
     # Agreement and false positives, as for any verifier; an unparseable reply is an error.
@@ -134,33 +135,36 @@ async def test_an_audit_of_judge_equivalence_costs_what_the_server_counted(tmp_p
     (error,) = first.errors
     assert error.id == "r5" and error.status == "error" and "unparseable" in (error.reason or "")
     assert first.confusion.error == 1
-    # The cost: every call the server answered is a verdict's call or the unparseable one.
+    # The cost: every call the server answered, the unparseable reply's included (its error
+    # verdict's details carry its tokens); per verdict, the verdicts' own calls.
     cost = first.judge
     assert cost is not None and first.judge_probes is None
-    assert (cost.verdicts, cost.calls, cost.cache_hits, cost.shared) == (4, 4, 0, 0)
+    assert (cost.verdicts, cost.calls, cost.cache_hits, cost.shared) == (4, 5, 0, 0)
     assert cost.errors == {"unparseable": 1}
-    assert calls_first == cost.calls + cost.errors["unparseable"] == 5
-    prompt, completion_tokens = judge.tokens(leaving_out="eighty km per hour")
+    assert calls_first == cost.calls == 5
+    prompt, completion_tokens = spent_first
     assert (cost.tokens.prompt, cost.tokens.completion) == (prompt, completion_tokens)
     assert cost.tokens.total == prompt + completion_tokens and prompt > 100
-    assert cost.tokens_per_verdict.total == round((prompt + completion_tokens) / 4, 1)
+    own = sum(judge.tokens(leaving_out="eighty km per hour"))
+    assert cost.tokens_per_verdict.total == round(own / 4, 1)
     assert cost.latency_p50_s is not None and cost.latency_p99_s is not None and cost.latency_max_s
     assert 0 < cost.latency_p50_s <= cost.latency_p99_s <= cost.latency_max_s < first.wall_s
     # The second run in the same process: the parsed verdicts come from the cache, the
     # unparseable reply is asked again (only parsed verdicts are cached).
     assert [r.score for r in second.results] == [r.score for r in first.results]
     again = second.judge
-    assert again is not None and (again.verdicts, again.calls, again.cache_hits) == (4, 0, 4)
+    assert again is not None and (again.verdicts, again.calls, again.cache_hits) == (4, 1, 4)
     assert server.hits["judge"] == calls_first + 1 and again.errors == {"unparseable": 1}
-    assert again.tokens.total == 0 and again.tokens_per_verdict == cost.tokens_per_verdict
-    assert again.latency_p50_s is None
+    # Only the unparseable reply was paid for again.
+    assert again.tokens.total == sum(judge.tokens()) - sum(spent_first) > 0
+    assert again.tokens_per_verdict == cost.tokens_per_verdict
     # The reports: the same shape, with a judge cost section.
     paths = write_reports(first, tmp_path, "judged")
     md = paths["md"].read_text()
     assert md.index("## False positives") < md.index("## Judge cost") < md.index("## Probe battery")
-    assert "| judge calls made | 4 |" in md and "| error verdicts by kind | unparseable 1 |" in md
+    assert "| judge calls made | 5 |" in md and "| error verdicts by kind | unparseable 1 |" in md
     assert f"| tokens spent | {prompt + completion_tokens:,}" in md
-    assert "4 judge calls, 0 cache hits" in md  # the summary line
+    assert "5 judge calls, 0 cache hits" in md  # the summary line
     assert "<h2>Judge cost</h2>" in paths["html"].read_text()
     assert report_from_json(paths["json"].read_text()).judge == cost
 
@@ -208,6 +212,17 @@ async def test_a_call_shared_by_identical_rows_is_counted_once() -> None:
     assert cost.tokens_per_verdict.total == sum(judge.tokens())  # each verdict's own cost
 
 
+def _verdict(details: dict[str, Any], error: str | None = None) -> Verdict:
+    status = VerdictStatus.error if error else VerdictStatus.ok
+    return Verdict(
+        score=None if error else 1.0,
+        status=status,
+        verifier="judge_equivalence@1",
+        reason=error,
+        details=details,
+    )
+
+
 def test_judge_details_and_reasons_are_read_generically() -> None:
     one = {"tokens": {"prompt": 10, "completion": 2}, "latency_s": 0.5, "cached": False}
     assert [(c.prompt, c.completion, c.latency_s, c.cached) for c in judge_calls(one)] == [
@@ -220,13 +235,21 @@ def test_judge_details_and_reasons_are_read_generically() -> None:
     }
     assert [c.cached for c in judge_calls(rubric)] == [False, True]  # per criterion, not the sums
     assert judge_calls({"answer": "42", "tokens": 3}) == [] and judge_calls({"judge_called": False}) == []
-    # Two calls are one only when their replies agree on everything, round trip included.
-    shared, other = (
-        judge_calls({**one, "judge_reply": "VERDICT: MET"}),
-        judge_calls({**one, "latency_s": 0.6}),
+    # A call shared with another verdict is that verdict's: marked, not guessed from its reply.
+    (shared,) = judge_calls({**one, "shared": True})
+    assert shared.shared and not shared.made and judge_calls(one)[0].made
+    twins = [_verdict(one), _verdict(one), _verdict({**one, "shared": True})]
+    cost = judge_cost(twins)  # identical replies, each of its own call but the marked one
+    assert cost is not None and (cost.calls, cost.shared, cost.tokens.prompt) == (2, 1, 20)
+    # An error verdict's details say its kind, and an unparseable reply's tokens were spent.
+    unparsed = {**one, "judge_error": "unparseable", "endpoint": "default"}
+    failed = judge_cost([_verdict(one), _verdict(unparsed, error="the judge said nothing useful")])
+    assert failed is not None and (failed.calls, failed.tokens.prompt, failed.errors) == (
+        2,
+        20,
+        {"unparseable": 1},
     )
-    assert shared[0].reply == judge_calls({**one, "judge_reply": "VERDICT: MET"})[0].reply != other[0].reply
-    assert judge_calls({"tokens": {"prompt": 1}, "cached": False})[0].reply is None  # untimed: never one
+    assert error_kind("whatever", {"judge_error": "breaker_open"}) == "breaker_open"
     assert error_kind("judge endpoint 'default' failed (timeout): no reply within 60 s") == "timeout"
     assert error_kind("criterion 2 ('Is polite'): judge reply unparseable: no VERDICT line") == "unparseable"
     assert (
@@ -248,15 +271,15 @@ def test_the_cli_audits_a_judge_in_process_with_the_endpoints_from_the_environme
         )
     assert result.exit_code == 0, result.output
     assert "accuracy 50.00%, false positives 1, errors 1" in result.output
-    assert "judge: 4 judge calls, 0 cache hits" in result.output
+    assert "judge: 5 judge calls, 0 cache hits" in result.output
     report = json.loads((tmp_path / "judged.json").read_text())
     # The probes are judged too (empty ones cost no call), in a column of their own.
     probes = report["judge_probes"]
     judged_probes = {p["name"] for p in report["probes"] if p["status"] == "ok"}
     assert {"injection_0", "injection_think_0"} <= judged_probes and probes["calls"] >= 2
-    assert server.hits["judge"] == report["judge"]["calls"] + probes["calls"] + 1  # + unparseable
+    assert server.hits["judge"] == report["judge"]["calls"] + probes["calls"]  # the unparseable too
     spent = report["judge"]["tokens"]["total"] + probes["tokens"]["total"]
-    assert spent == sum(judge.tokens(leaving_out="eighty km per hour"))
+    assert spent == sum(judge.tokens())
 
 
 def test_an_audit_through_a_service_reads_the_same_cost(tmp_path: Path) -> None:
@@ -270,9 +293,8 @@ def test_an_audit_through_a_service_reads_the_same_cost(tmp_path: Path) -> None:
             metrics = httpx.get(f"{service.url}/metrics").text
     assert result.exit_code == 0, result.output
     cost = json.loads((tmp_path / "judged.json").read_text())["judge"]
-    assert (cost["calls"], cost["cache_hits"], cost["errors"]) == (4, 0, {"unparseable": 1})
-    prompt, completion_tokens = judge.tokens(leaving_out="eighty km per hour")
+    assert (cost["calls"], cost["cache_hits"], cost["errors"]) == (5, 0, {"unparseable": 1})
+    prompt, completion_tokens = judge.tokens()
     assert (cost["tokens"]["prompt"], cost["tokens"]["completion"]) == (prompt, completion_tokens)
-    # What the report cannot see, /metrics does: the unparseable reply's tokens too.
-    everything = judge.tokens()[0]
-    assert f'referee_judge_tokens_total{{endpoint="default",kind="prompt"}} {float(everything)}' in metrics
+    # The report and /metrics agree: the unparseable reply's tokens are in both.
+    assert f'referee_judge_tokens_total{{endpoint="default",kind="prompt"}} {float(prompt)}' in metrics

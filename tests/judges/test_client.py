@@ -4,6 +4,7 @@ retries, timeouts, refusals, malformed bodies, the breaker, concurrency and sing
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -217,7 +218,11 @@ async def test_identical_requests_in_flight_are_sent_once(chat_server: ChatServe
     finally:
         await judges.aclose()
     assert [r.text for r in group if isinstance(r, ChatReply)] == ["same", "other", "same"]
-    assert isinstance(a, ChatReply) and a == b
+    assert isinstance(a, ChatReply) and isinstance(b, ChatReply)
+    # The same reply; the caller that got it second is told it shares another's call.
+    assert sorted([a.shared, b.shared]) == [False, True]
+    assert dataclasses.replace(a, shared=False) == dataclasses.replace(b, shared=False)
+    assert [r.shared for r in group if isinstance(r, ChatReply)].count(True) == 1  # "same" twice
     assert sorted(b["messages"][-1]["content"] for b in chat_server.bodies("slow")) == [
         "again",
         "other",
@@ -237,6 +242,7 @@ async def test_a_cancelled_caller_leaves_the_shared_call_to_the_other(chat_serve
     finally:
         await judges.aclose()
     assert first.cancelled() and isinstance(reply, ChatReply) and reply.text == "shared"
+    assert not reply.shared  # the only caller that got the reply: its call, counted once
     assert chat_server.hits["slow"] == 1
 
 

@@ -116,6 +116,9 @@ async def test_a_judge_that_is_down_makes_the_verdict_an_error_never_maths_0() -
     assert result.rewards == [None, 1.0]  # masked, not punished
     assert "(unreachable)" in (failed.reason or "") and "fallback" in (failed.reason or "")
     assert failed.details["fallback"] == "judge" and failed.details["math"]["unreadable"] is True
+    # The judge's error details beside math's: its kind, endpoint, model and template.
+    assert (failed.details["judge_error"], failed.details["endpoint"]) == ("unreachable", "default")
+    assert failed.details["template"] == "equivalence@1" and failed.details["judge_model"]
     assert read.status is VerdictStatus.ok and "fallback" not in read.details
 
 

@@ -66,6 +66,7 @@ def test_a_judge_without_endpoints_is_an_error_never_a_score(http: httpx.Client,
     verdict = http.post("/v1/score", json={"verifier": name, **payload}).json()
     assert verdict["status"] == "error" and verdict["score"] is None
     assert "REFEREE_JUDGE_ENDPOINTS" in verdict["reason"]
+    assert verdict["details"]["judge_error"] == "no_endpoint"  # the error verdict says why
 
 
 def test_openapi_and_docs_are_served(http: httpx.Client) -> None:

@@ -4,13 +4,17 @@ the error verdicts by kind.
 Read from what the verdicts carry, never from the transport, so the same figures come from
 in-process scoring, a running service (`--url`), a service's own audit jobs, and any verifier
 whose verdicts carry the same fields (a registered judge type). A judge verifier's details hold,
-per judge call, `tokens` (`prompt`, `completion`), `latency_s` and `cached` (a boolean): at the
-top of the details for a verdict of one call (`judge_equivalence`, `judge_label`), in the items
-of a list for a verdict of several (`judge_rubric`'s `criteria`, one call each).
+per judge call, `tokens` (`prompt`, `completion`), `latency_s`, `cached` (a boolean: the verdict
+cache answered) and `shared` (a boolean: another verdict's call answered, an identical call
+being sent once): at the top of the details for a verdict of one call (`judge_equivalence`,
+`judge_label`), in the items of a list for a verdict of several (`judge_rubric`'s `criteria`,
+one call each). A call is counted where it is neither cached nor shared, so each is counted once.
 
-An error verdict carries only its reason, so its call's tokens are not known here (the
-service's /metrics counts them); its kind is read from the reason's wording, which is the judge
-verifiers' (`verifiers/judge/calls.py`) and the scoring engine's.
+An error verdict of a judge says why in its details (`judge_error`: unparseable, a failed
+call's kind, no_endpoint, unknown_endpoint) and carries the tokens of a reply it could not
+parse, which count as spent; a failed call (no reply) carries none. Where the details say
+nothing (the engine's own errors: a time budget, a verifier bug), the kind is read from the
+reason's wording.
 """
 
 from __future__ import annotations
@@ -50,10 +54,13 @@ class JudgeCost(BaseModel):
     """The judge calls behind a set of verdicts (an audit's rows, or its probe battery)."""
 
     verdicts: int = Field(description="Verdicts whose details carry judge calls.")
-    calls: int = Field(description="Judge calls made: those behind the verdicts the cache did not answer.")
+    calls: int = Field(
+        description="Judge calls made: those sent for the verdicts (neither cached nor shared), "
+        "unparseable replies behind error verdicts included."
+    )
     cache_hits: int = Field(description="Judge answers taken from the verdict cache (details `cached`).")
     shared: int = Field(
-        description="Judge answers another verdict's call gave (the same reply: identical calls in "
+        description="Judge answers another verdict's call gave (details `shared`: identical calls in "
         "flight together are sent once)."
     )
     tokens: Tokens = Field(description="Spent by the calls made, as the server reported its usage.")
@@ -78,11 +85,14 @@ class JudgeCall:
     completion: int
     latency_s: float | None
     cached: bool
-    # The reply as the details tell it (model, text, tokens, round trip): verdicts whose calls
-    # were one call shared (identical calls in flight together are sent once; a group's
-    # identical responses are asked once) carry the same reply, and it is counted once.
-    # None where the details do not time the call: then nothing tells two calls apart.
-    reply: tuple[Any, ...] | None = None
+    # Another verdict's call gave this reply (identical calls in flight together are sent
+    # once; a group's identical responses are asked once): its cost is counted there.
+    shared: bool = False
+
+    @property
+    def made(self) -> bool:
+        """A call of its own: sent for this verdict (not the cache's, not another's)."""
+        return not self.cached and not self.shared
 
 
 def _count(value: Any) -> int:
@@ -96,9 +106,7 @@ def _call(details: Mapping[str, Any]) -> JudgeCall | None:
     latency = details.get("latency_s")
     ok = isinstance(latency, int | float) and not isinstance(latency, bool)
     prompt, completion = _count(tokens.get("prompt")), _count(tokens.get("completion"))
-    texts = tuple(v if isinstance(v := details.get(k), str) else None for k in ("judge_model", "judge_reply"))
-    reply = (*texts, prompt, completion, latency) if ok else None
-    return JudgeCall(prompt, completion, latency if ok else None, cached, reply)
+    return JudgeCall(prompt, completion, latency if ok else None, cached, details.get("shared") is True)
 
 
 def judge_calls(details: Mapping[str, Any]) -> list[JudgeCall]:
@@ -114,8 +122,11 @@ def judge_calls(details: Mapping[str, Any]) -> list[JudgeCall]:
     return found
 
 
-def error_kind(reason: str | None) -> str:
-    """The kind of an error verdict, from its reason."""
+def error_kind(reason: str | None, details: Mapping[str, Any] | None = None) -> str:
+    """The kind of an error verdict: its details' `judge_error`, else read from its reason."""
+    said = (details or {}).get("judge_error")
+    if isinstance(said, str) and said:
+        return said
     best: tuple[int, str] | None = None
     for pattern, kind in _ERROR_KINDS:
         match = pattern.search(reason or "")
@@ -137,15 +148,14 @@ def judge_cost(verdicts: Sequence[Verdict]) -> JudgeCost | None:
     """The judge cost of `verdicts`; None when no verdict came from a judge (no call, no judge
     error): the report then has no judge section."""
     per_verdict = [calls for v in verdicts if v.status.value == "ok" and (calls := judge_calls(v.details))]
-    errors = Counter(error_kind(v.reason) for v in verdicts if v.status.value != "ok")
+    failed = [v for v in verdicts if v.status.value != "ok"]
+    errors = Counter(error_kind(v.reason, v.details) for v in failed)
     if not per_verdict and set(errors) <= _OTHER_KINDS:
         return None
-    # A call's reply is read from every verdict it answered: one per distinct reply. Two calls
-    # would have to agree on the text, the tokens and the round trip to 0.1 ms to be taken for
-    # one; identical calls are answered from the cache once the first is done.
-    distinct = {c.reply or object(): c for calls in per_verdict for c in calls if not c.cached}
-    made = list(distinct.values())
     every = [c for calls in per_verdict for c in calls]
+    # The calls made: the verdicts' own, and those behind error verdicts whose reply was read
+    # (an unparseable one spent its tokens; a rubric's other criteria were answered).
+    made = [c for c in every if c.made] + [c for v in failed for c in judge_calls(v.details) if c.made]
     latencies = [c.latency_s for c in made if c.latency_s is not None]
     n = max(1, len(per_verdict))
     spent_prompt, spent_completion = sum(c.prompt for c in made), sum(c.completion for c in made)
@@ -154,7 +164,7 @@ def judge_cost(verdicts: Sequence[Verdict]) -> JudgeCost | None:
         verdicts=len(per_verdict),
         calls=len(made),
         cache_hits=sum(c.cached for c in every),
-        shared=sum(not c.cached for c in every) - len(made),
+        shared=sum(c.shared and not c.cached for c in every),
         tokens=Tokens(
             prompt=spent_prompt, completion=spent_completion, total=spent_prompt + spent_completion
         ),
@@ -217,7 +227,7 @@ def cost_table(rows: JudgeCost | None, probes: JudgeCost | None) -> tuple[list[s
 
 
 COST_NOTE = (
-    "Tokens are the usage the judge's server reported for the calls behind the verdicts; a call "
-    "whose verdict is an error (an unparseable reply, a failed call) carries no details, so its "
-    "tokens are not counted here (the service's /metrics counts every call)."
+    "Tokens are the usage the judge's server reported for the calls behind the verdicts, an "
+    "unparseable reply's included; a failed call (no reply) reports none. Calls the cache or "
+    "another verdict's identical call answered are not counted again."
 )

@@ -15,10 +15,12 @@ timeout, retries and a circuit breaker:
   failure of the endpoint: it answered.
 
 Identical requests in flight (the same response sampled twice in a group) are sent once and
-share the reply. Every failure is a `ChatFailure` whose `detail` says what happened in words,
-naming the endpoint by its name: never its URL, never its key (the key is also scrubbed from
-anything a server says back). Nothing here decides readiness: a judge endpoint that is down
-fails judge verdicts (masked), and every other verifier goes on scoring.
+share the reply: the first caller to receive it gets it as it came, the others marked `shared`
+(so whoever counts calls from the verdicts counts this one once). Every failure is a
+`ChatFailure` whose `detail` says what happened in words, naming the endpoint by its name: never
+its URL, never its key (the key is also scrubbed from anything a server says back). Nothing here
+decides readiness: a judge endpoint that is down fails judge verdicts (masked), and every other
+verifier goes on scoring.
 
 One event loop uses an instance (the breakers and single-flight table are not thread-safe);
 the counters (`calls`, `tokens`, the cache's hits and misses) are read by /metrics at scrape.
@@ -109,6 +111,7 @@ class _Flight:
     def __init__(self, task: asyncio.Task[ChatReply | ChatFailure]) -> None:
         self.task = task
         self.waiters = 0
+        self.delivered = 0  # callers that received the reply (a cancelled one never does)
 
 
 class JudgeClients:
@@ -198,7 +201,11 @@ class JudgeClients:
         try:
             # Shielded: one waiter cancelled (its verdict's time is up) leaves the call to the
             # others; the last one to leave cancels it.
-            return await asyncio.shield(flight.task)
+            result = await asyncio.shield(flight.task)
+            flight.delivered += 1
+            if flight.delivered > 1 and isinstance(result, ChatReply):
+                return dataclasses.replace(result, shared=True)
+            return result
         finally:
             flight.waiters -= 1
             if flight.waiters == 0 and not flight.task.done():

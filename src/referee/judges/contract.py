@@ -69,6 +69,9 @@ class ChatReply:
     latency_s: float  # the successful attempt's round trip
     finish_reason: str | None = None  # "stop", "length" (cut off: parsers may refuse it), ...
     attempts: int = 1
+    # Another caller's call: identical requests in flight together are sent once, and every
+    # caller but one gets the reply marked shared (its tokens were spent once, for that one).
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,5 +105,5 @@ class Judges(Protocol):
     async def complete_many(self, requests: Sequence[ChatRequest]) -> list[ChatReply | ChatFailure]:
         """One result per request, in order: a group's calls go out together, at most the
         endpoint's `max_concurrency` in flight (servers like vLLM batch concurrent requests);
-        identical requests in flight are sent once."""
+        identical requests in flight are sent once, and all the replies but one say `shared`."""
         ...

@@ -227,7 +227,7 @@ class Scorer:
             results = [bug] * len(responses)
         elapsed = (time.perf_counter() - start) * 1000.0 / max(1, len(responses))
         return [
-            TaskOutcome("error", None, str(result)[:500], {}, elapsed)
+            TaskOutcome("error", None, str(result)[:500], dict(result.details), elapsed)
             if isinstance(result, VerifierError)
             else TaskOutcome("ok", result.score, result.reason, result.details, elapsed)
             for result in results

@@ -13,7 +13,8 @@ The verdict stays math's (`math@N`: statistics and metrics count it as math's); 
 say `fallback: "judge"`, keep math's own (with its reason) under `math`, and carry the judge's
 (`judge_verdict`, `tokens`, `cached`, ...). A judge that gives no verdict (a failed call, an
 unparseable reply) makes the verdict an error, masked in training: never math's 0, since the
-rules had already said that they did not know.
+rules had already said that they did not know; its details carry the judge's error details
+(`judge_error`, the endpoint, an unparseable reply's tokens) beside math's.
 
 Math runs in worker processes and the judge in the event loop, so the engine joins them: it
 plans the fallback with the job (a request asking for it on a service without judge endpoints
@@ -97,8 +98,8 @@ def merged(own: TaskOutcome, judged: TaskOutcome, fallback: Fallback) -> TaskOut
     math = {"score": own.score, "reason": own.reason, **own.details}
     elapsed = own.elapsed_ms + judged.elapsed_ms
     head = f"{own.reason or 'unreadable answer'}; {fallback.name} (fallback)"
-    if judged.kind != "ok" or judged.score is None:
-        details = {"fallback": "judge", "math": math}
+    if judged.kind != "ok" or judged.score is None:  # the judge's error details say why
+        details = {**judged.details, "fallback": "judge", "math": math}
         return TaskOutcome("error", None, f"{head} failed: {judged.reason}"[:500], details, elapsed)
     verdict = "equivalent" if judged.score >= 1.0 else (judged.reason or "not equivalent")
     details = {**judged.details, "fallback": "judge", "math": math}

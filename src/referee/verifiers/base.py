@@ -42,7 +42,15 @@ Lane = Literal["cpu", "sandbox", "io"]
 
 
 class VerifierError(Exception):
-    """No verdict can be reached for reasons outside the response (status `error`, score null)."""
+    """No verdict can be reached for reasons outside the response (status `error`, score null).
+
+    `details` (JSON-safe) become the error verdict's details: what was asked of a backend and
+    what came back (a judge's endpoint and model, the tokens of a reply it could not read), so
+    an audit can count what an error cost and say why it happened without parsing the reason."""
+
+    def __init__(self, *args: object, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(*args)
+        self.details: dict[str, Any] = dict(details or {})
 
 
 class CodeSandbox(Protocol):

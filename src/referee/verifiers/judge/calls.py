@@ -9,10 +9,17 @@ answers the same thing eight times) are asked once. What is left goes to the end
 
 Only parsed verdicts are cached: a failure (no reply, an unparseable one) is asked again next
 time, since it says nothing lasting about the response.
+
+Each answer says where it came from, so that whoever reads the verdicts (an audit) counts each
+call once: `cached` (the verdict cache answered), `shared` (another verdict's call answered: a
+key repeated in the group, or an identical call another group had in flight, which the
+transport sends once). A failure carries its details too (`judge_error`, the endpoint, and, for
+a reply that could not be parsed, the reply and its tokens).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -48,20 +55,19 @@ class Answer:
     completion_tokens: int
     latency_s: float
     cached: bool = False
+    shared: bool = False  # another verdict's call (see the module's docstring)
 
     def details(self) -> dict[str, Any]:
         return {
             "judge_verdict": self.value,
-            "judge_model": self.model,
-            "judge_reply": self.raw,
-            "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
-            "latency_s": round(self.latency_s, 4),
+            **_call_details(self.model, self.raw, self.prompt_tokens, self.completion_tokens, self.latency_s),
             "cached": self.cached,
+            "shared": self.shared,
         }
 
     def stored(self) -> dict[str, Any]:
         """Plain JSON for the cache (which may live outside the process)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "cached"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _WHENCE}
 
     @classmethod
     def from_stored(cls, stored: Any) -> Answer | None:
@@ -69,6 +75,18 @@ class Answer:
             return cls(**stored, cached=True)
         except TypeError:  # another version's entry: asked again
             return None
+
+
+_WHENCE = ("cached", "shared")  # how an answer was had, not what it is: never stored
+
+
+def _call_details(model: str, raw: str, prompt: int, completion: int, latency_s: float) -> dict[str, Any]:
+    return {
+        "judge_model": model,
+        "judge_reply": raw,
+        "tokens": {"prompt": prompt, "completion": completion},
+        "latency_s": round(latency_s, 4),
+    }
 
 
 def cache_key(model: str, template: str, sampling: Any, **parts: Any) -> str:
@@ -85,12 +103,28 @@ def cache_key(model: str, template: str, sampling: Any, **parts: Any) -> str:
 def _answer(reply: ChatReply | ChatFailure, ask: Ask) -> Answer | VerifierError:
     endpoint = ask.request.endpoint
     if isinstance(reply, ChatFailure):
-        return VerifierError(f"judge endpoint {endpoint!r} failed ({reply.kind}): {reply.detail}"[:400])
+        return VerifierError(
+            f"judge endpoint {endpoint!r} failed ({reply.kind}): {reply.detail}"[:400],
+            details={"judge_error": reply.kind, "endpoint": endpoint, "attempts": reply.attempts},
+        )
     try:
         parsed = ask.parse(reply)
     except UnparseableReply as exc:
         excerpt = reply.text.strip()[-REASON_RAW_CHARS:]
-        return VerifierError(f"judge reply unparseable: {exc}; the reply ends {excerpt!r}")
+        # The reply cost what a parsed one does: its tokens are in the details, as a verdict's.
+        spent = _call_details(
+            reply.model, reply.text[:RAW_CHARS], reply.prompt_tokens, reply.completion_tokens, reply.latency_s
+        )
+        return VerifierError(
+            f"judge reply unparseable: {exc}; the reply ends {excerpt!r}",
+            details={
+                "judge_error": "unparseable",
+                "endpoint": endpoint,
+                **spent,
+                "cached": False,
+                "shared": reply.shared,
+            },
+        )
     return Answer(
         parsed.score,
         parsed.value,
@@ -99,7 +133,17 @@ def _answer(reply: ChatReply | ChatFailure, ask: Ask) -> Answer | VerifierError:
         reply.prompt_tokens,
         reply.completion_tokens,
         reply.latency_s,
+        shared=reply.shared,
     )
+
+
+def _again(result: Answer | VerifierError) -> Answer | VerifierError:
+    """`result` for a later ask of the same key in the group: the first one's call, shared."""
+    if isinstance(result, Answer) and not result.cached:
+        return dataclasses.replace(result, shared=True)
+    if isinstance(result, VerifierError) and "tokens" in result.details:
+        return VerifierError(*result.args, details={**result.details, "shared": True})
+    return result
 
 
 async def ask_all(judges: Judges, asks: Sequence[Ask]) -> list[Answer | VerifierError]:
@@ -126,4 +170,10 @@ async def ask_all(judges: Judges, asks: Sequence[Ask]) -> list[Answer | Verifier
             results[ask.key] = answer
             if isinstance(answer, Answer):
                 cache.put(ask.key, answer.stored())
-    return [results[ask.key] for ask in asks]
+    out: list[Answer | VerifierError] = []
+    seen: set[str] = set()
+    for ask in asks:
+        result = results[ask.key]
+        out.append(_again(result) if ask.key in seen else result)
+        seen.add(ask.key)
+    return out

@@ -9,7 +9,9 @@ template (templates.py), and the group's calls go out together through the verdi
 
 What is never a 0 or a 1: no endpoint configured, an unknown endpoint, a failed call
 (timeout, refusal, open breaker...), a reply with no parseable verdict. Those are error
-verdicts (score null, masked in training): they say nothing about the response. An empty
+verdicts (score null, masked in training): they say nothing about the response. Their details
+say why (`judge_error`: the failure's kind, `unparseable`, `no_endpoint`, `unknown_endpoint`),
+where (endpoint, model, template) and what an unparseable reply cost (its tokens). An empty
 response, or one whose thinking never ends, is a 0 without a call, as for every verifier.
 """
 
@@ -92,11 +94,18 @@ class JudgeVerifier(AsyncVerifier):
         opts = options if isinstance(options, JudgeOptions) else self.validate_options(options)
         assert isinstance(opts, JudgeOptions)
         judges = resources.judges
+        asked = {"endpoint": opts.endpoint, "template": prep.template.qualified}
         if judges is None:
-            raise VerifierError("no judge endpoints are configured in this service (REFEREE_JUDGE_ENDPOINTS)")
+            raise VerifierError(
+                "no judge endpoints are configured in this service (REFEREE_JUDGE_ENDPOINTS)",
+                details={"judge_error": "no_endpoint", **asked},
+            )
         configured = judges.endpoint_model(opts.endpoint)
         if configured is None:
-            raise VerifierError(f"unknown judge endpoint {opts.endpoint!r}: none of that name is configured")
+            raise VerifierError(
+                f"unknown judge endpoint {opts.endpoint!r}: none of that name is configured",
+                details={"judge_error": "unknown_endpoint", **asked},
+            )
         model = opts.model or configured
         sampling = opts.sampling.to_contract()
         parse = _parser(prep.output)
@@ -147,7 +156,8 @@ class JudgeVerifier(AsyncVerifier):
             got = per_response[i]
             failed = next(((c, a) for c, a in enumerate(got) if isinstance(a, VerifierError)), None)
             if failed is not None:
-                out.append(self._failure(failed[0], failed[1], prep))
+                asked_here = {**asked, "judge_model": model, **notes[i]}
+                out.append(self._failure(failed[0], failed[1], prep, got, asked_here))
                 continue
             check = self.combine([a for a in got if isinstance(a, Answer)], prep)
             out.append(
@@ -159,12 +169,31 @@ class JudgeVerifier(AsyncVerifier):
             )
         return out
 
-    def _failure(self, index: int, error: VerifierError, prep: Prepared) -> VerifierError:
+    def _failure(
+        self,
+        index: int,
+        error: VerifierError,
+        prep: Prepared,
+        got: Sequence[Answer | VerifierError],
+        asked: dict[str, Any],
+    ) -> VerifierError:
+        """The error verdict of a response whose call `index` failed, with details: the kind
+        (`judge_error`), endpoint, model, template, and what each call cost (a rubric's other
+        criteria were answered, and an unparseable reply spent tokens too)."""
         criterion = prep.criteria[index]
         if criterion is None:
-            return error
+            return VerifierError(*error.args, details={**asked, **error.details})
+        calls = [
+            {"criterion": c.criterion[:CRITERION_SHOWN], "weight": c.weight}
+            | (a.details() if isinstance(a, Answer) else a.details)
+            for c, a in zip((c for c in prep.criteria if c is not None), got, strict=True)
+        ]
+        head = {k: v for k, v in error.details.items() if k in ("judge_error", "attempts")}
         shown = criterion.criterion[:60]
-        return VerifierError(f"criterion {index + 1} ({shown!r}): {error}")
+        return VerifierError(
+            f"criterion {index + 1} ({shown!r}): {error}",
+            details={**asked, **head, "criterion": index + 1, "criteria": calls},
+        )
 
 
 class JudgeEquivalenceVerifier(JudgeVerifier):
