@@ -225,3 +225,15 @@ def test_judge_endpoints_that_are_not_json_are_refused_without_echoing_them() ->
     assert JUDGE_KEY not in str(caught.value)
     with pytest.raises(ValidationError, match="String should match pattern"):
         _settings(judge_endpoints={"no spaces": {"url": "http://h/v1", "model": "m"}})
+
+
+def test_code_session_settings_have_their_own_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_SESSIONS", "false")
+    monkeypatch.setenv("REFEREE_SESSIONS_IDLE_TTL_S", "30")
+    monkeypatch.setenv("REFEREE_SESSIONS_MAX_PER_KEY", "4")
+    monkeypatch.setenv("REFEREE_SANDBOX_MAX_SESSIONS", "8")  # the global bound is the sandbox's
+    s = _settings()
+    assert (s.sessions.enabled, s.sessions.idle_ttl_s, s.sessions.max_per_key) == (False, 30.0, 4)
+    assert s.sandbox.max_sessions == 8 and s.sessions.max_lifetime_s == 3600.0
+    with pytest.raises(ValidationError, match="over sessions_max_idle_ttl_s"):
+        _settings(sessions_idle_ttl_s=600, sessions_max_idle_ttl_s=60)

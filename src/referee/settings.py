@@ -2,8 +2,8 @@
 
 Sections: `service` (HTTP, auth), `limits` (request sizes), `workers` (verifier processes and
 admission), `registry` (which verifiers exist: extras, plugins, registered types and their
-store, webhooks), `stats`, `audits`, `judges` (model endpoints of judge verifiers), `sandbox`
-and `ray`.
+store, webhooks), `stats`, `audits`, `judges` (model endpoints of judge verifiers), `sandbox`,
+`sessions` (stateful code sessions) and `ray`.
 
 Each setting has one flat name, the environment variable without its `REFEREE_` prefix:
 `REFEREE_WORKERS` is `workers.count`, `REFEREE_SANDBOX_POOL_SIZE` is `sandbox.pool_size`,
@@ -406,6 +406,41 @@ class SandboxSettings(Section):
         return (memory_limit_mb or self.memory_limit_mb) + self.supervisor_memory_mb
 
 
+class SessionSettings(Section):
+    """Stateful code sessions (`/v1/sessions`, `referee.sessions`): a container of the sandbox
+    pinned to one rollout, a Python kernel kept alive in it between calls. How long one may
+    live, how many one key may hold, and the caps on what a request may ask for. How many the
+    whole service may hold is the sandbox's (`REFEREE_SANDBOX_MAX_SESSIONS`)."""
+
+    flat_prefix: ClassVar[str] = "sessions_"
+    flat_names: ClassVar[Mapping[str, tuple[str, ...]]] = {"enabled": ("sessions",)}
+
+    enabled: bool = True
+    # A session unused this long is closed (its container scrubbed back to the pool); a request
+    # may ask for a shorter or longer one, lowered to max_idle_ttl_s. Whatever its use, a session
+    # ends max_lifetime_s after it opened: a forgotten one never pins a container for good.
+    idle_ttl_s: float = Field(default=300.0, gt=0.0, le=86_400.0)
+    max_idle_ttl_s: float = Field(default=1800.0, gt=0.0, le=86_400.0)
+    max_lifetime_s: float = Field(default=3600.0, gt=0.0, le=7 * 86_400.0)
+    # Sessions one key may hold open (429 beyond); an open service has no keys to tell apart
+    # and only the sandbox's bound applies.
+    max_per_key: int = Field(default=16, ge=1, le=4096)
+    max_code_bytes: int = Field(default=256 << 10, ge=1024, le=16 << 20, description="Code of one call.")
+    # Caps on the limits a session may ask for (a request beyond one gets the cap, and is told
+    # so); a request that names none gets the sandbox's session defaults (10 s a call, 600 CPU
+    # s, 512 MB, 64 KB), each at most its cap.
+    max_call_time_s: float = Field(default=60.0, gt=0.0, le=3600.0)
+    max_session_cpu_s: float = Field(default=3600.0, gt=0.0, le=86_400.0)
+    max_memory_mb: int = Field(default=2048, ge=64, le=65_536)
+    max_output_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
+
+    @model_validator(mode="after")
+    def _ttl_within_its_cap(self) -> SessionSettings:
+        if self.idle_ttl_s > self.max_idle_ttl_s:
+            raise ValueError("sessions_idle_ttl_s is over sessions_max_idle_ttl_s")
+        return self
+
+
 class RaySettings(Section):
     """The shape of the Ray Serve deployment (`referee serve --ray`); only the process that
     deploys reads it, and it is not forwarded to the replicas."""
@@ -460,6 +495,7 @@ SECTIONS: dict[str, type[Section]] = {
     "audits": AuditSettings,
     "judges": JudgeSettings,
     "sandbox": SandboxSettings,
+    "sessions": SessionSettings,
     "ray": RaySettings,
 }
 
@@ -543,6 +579,7 @@ class Settings(BaseSettings):
     audits: AuditSettings = _section(AuditSettings)
     judges: JudgeSettings = _section(JudgeSettings)
     sandbox: SandboxSettings = _section(SandboxSettings)
+    sessions: SessionSettings = _section(SessionSettings)
     ray: RaySettings = _section(RaySettings)
 
     def __init__(self, **values: Any) -> None:
