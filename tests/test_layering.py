@@ -36,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "verifiers": {"sandbox", "judges"},
     "scoring": {"verifiers"},
     "registered": {"verifiers", "sandbox"},
+    "environments": {"scoring"},
     "runtime": {"scoring", "registered", "verifiers", "sandbox", "stats", "judges"},
     "service": {"runtime", "scoring", "registered", "verifiers", "sandbox", "audit", "stats", "judges"},
     "stats": set(),
