@@ -5,8 +5,12 @@ verifies each rollout's final answer, and the next `reset` ends the previous epi
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +26,7 @@ from referee.trainer_adapter.trl_env import (
     prompt_text,
 )
 from tests.support.fake_rollouts import FakeRollouts
+from tests.support.tokenizers import PRINTABLE, char_tokenizer
 
 QUESTION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
 
@@ -85,3 +90,104 @@ def test_prompts_and_answers_are_read_from_either_format() -> None:
         prompt_text([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image"}]}]) == "a"
     )
     assert final_answer("done") == "done" and final_answer([{"role": "assistant", "content": None}]) == ""
+
+
+# --- a real GRPOTrainer -------------------------------------------------------------------------
+
+FINAL_TURN: list[str] = []  # the conversations the scripted model saw before its final answer
+
+
+def tool_call_text(code: str) -> str:
+    call = {"name": "python", "arguments": {"code": code}}
+    return "<tool_call>\n" + json.dumps(call) + "\n</tool_call><|im_end|>"
+
+
+def scripted_model(tokenizer: Any) -> Any:
+    """A tiny GPT-2 (from a config) whose `generate` is steered, token by token, through a
+    scripted episode: a tool call setting `x`, one printing it, then the answer `42`. The turn
+    is read from the conversation so far (how many tool responses it holds), as a model would."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, LogitsProcessor, LogitsProcessorList
+
+    scripts = [tool_call_text("x = 6 * 7"), tool_call_text("print(x)"), "42<|im_end|>"]
+    script_ids = [tokenizer.encode(s, add_special_tokens=False) for s in scripts]
+
+    class Scripted(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            for b, row in enumerate(input_ids.tolist()):
+                text = tokenizer.decode(row)
+                turn = min(text.count("</tool_response>"), len(scripts) - 1)
+                script, following = script_ids[turn], script_ids[turn][0]
+                for k in range(min(len(script), len(row)), 0, -1):
+                    if row[-k:] == script[:k]:
+                        following = script[k] if k < len(script) else tokenizer.eos_token_id
+                        break
+                if turn == 2 and following == script[0]:
+                    FINAL_TURN.append(text)
+                scores[b, :] = -1e9
+                scores[b, following] = 0.0
+            return scores
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=4096,  # Qwen's system prompt renders the tool's schema: ~1,500 characters
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = GPT2LMHeadModel(config)
+    model.generate = functools.partial(model.generate, logits_processor=LogitsProcessorList([Scripted()]))
+    return model
+
+
+@pytest.mark.slow
+def test_grpo_trainer_runs_episodes_with_the_python_tool(fake: FakeRollouts, tmp_path: Path) -> None:
+    """TRL's tool loop end to end: its chat template and response parsing (Qwen3's, on a
+    character tokenizer), its environment pool and tool dispatch, its reward call."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen3_chat_template
+
+    tokenizer = char_tokenizer(PRINTABLE + "\n", "<|endoftext|>", "<|im_end|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tokenizer.chat_template = qwen3_chat_template
+    tokenizer.padding_side = "left"
+    question = [{"role": "user", "content": "What is 6*7?"}]
+    dataset = Dataset.from_dict({"prompt": [question, question], "reference": ["42", "41"]})
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=2,
+        per_device_train_batch_size=4,  # 2 prompts x 2 generations
+        max_completion_length=400,
+        max_steps=1,
+        learning_rate=1e-3,
+        beta=0.0,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        bf16=False,
+        use_cpu=True,
+        gradient_checkpointing=False,
+        max_tool_calling_iterations=4,
+    )
+    trainer = GRPOTrainer(
+        model=scripted_model(tokenizer),
+        reward_funcs=[RefereeEpisodeReward()],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        environment_factory=RefereeEnvironment.factory(fake.url, api_key="trl-trainer", verifier="exact"),
+    )
+    runs_before, FINAL_TURN[:] = fake.runs, []
+    trainer.train()
+
+    (logs,) = [entry for entry in trainer.state.log_history if "rewards/referee_episode/mean" in entry]
+    assert logs["tools/call_frequency"] == 2.0 and logs["tools/failure_frequency"] == 0.0
+    assert logs["rewards/referee_episode/mean"] == 0.5  # '42' is right for one prompt, wrong for the other
+    assert fake.runs == runs_before + 8  # 4 rollouts x 2 calls, each in its own episode's session
+    # The second call printed the first call's `x`: state kept within the episode, shown to the model.
+    assert len(FINAL_TURN) == 4 and all("<tool_response>\n42" in t for t in FINAL_TURN)

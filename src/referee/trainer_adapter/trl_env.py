@@ -136,8 +136,10 @@ class RefereeEnvironment:
                 self._client().end_episode(episode.environment, episode.episode_id)
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to call
+        try:  # not contextlib.suppress: at interpreter shutdown the module's globals may be gone
             self._end()
+        except Exception:
+            return  # nothing left to call it with: the service's idle TTL reclaims the episode
 
 
 class RefereeEpisodeReward:
