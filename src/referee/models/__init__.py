@@ -46,6 +46,18 @@ from referee.models.service import (
     OpenRLHFResponse,
     Readiness,
 )
+from referee.models.sessions import (
+    SESSION_PATH_PATTERN,
+    SessionCallStatus,
+    SessionCreated,
+    SessionLimitsInfo,
+    SessionLimitsRequest,
+    SessionList,
+    SessionOpenRequest,
+    SessionRunRequest,
+    SessionRunResult,
+    SessionState,
+)
 from referee.models.stats import (
     HealthPage,
     Histogram,
@@ -90,6 +102,7 @@ from referee.models.verifiers import (
 __all__ = [
     "AUDIT_MAX_ROWS",
     "REGISTERED_NAME_PATTERN",
+    "SESSION_PATH_PATTERN",
     "AdvantageConfig",
     "AuditComponent",
     "AuditRequest",
@@ -139,6 +152,15 @@ __all__ = [
     "ScopeKind",
     "ScoreBody",
     "ScoreRequest",
+    "SessionCallStatus",
+    "SessionCreated",
+    "SessionLimitsInfo",
+    "SessionLimitsRequest",
+    "SessionList",
+    "SessionOpenRequest",
+    "SessionRunRequest",
+    "SessionRunResult",
+    "SessionState",
     "StatsScope",
     "StepRequest",
     "StepResult",

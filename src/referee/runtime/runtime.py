@@ -2,10 +2,11 @@
 
 Built (`Runtime(settings)`, nothing started): the verifier index, built here once and handed to
 the worker processes, the registry's catalog and the scorer; the worker pool, admission lanes,
-statistics, the sandbox pool and the registry of background audit jobs. `start()` starts them
-in order (pool warmed up, statistics read back, sandbox warming); `stop()` stops everything
-that was started, in reverse order: running audits are cancelled first, statistics get their
-final flush, the worker processes go last. An HTTP app (`referee.service.create_app`), a Ray
+statistics, the sandbox pool, the table of code sessions and the registry of background audit
+jobs. `start()` starts them in order (pool warmed up, statistics read back, sandbox warming);
+`stop()` stops everything that was started, in reverse order: running audits are cancelled
+first, statistics get their final flush, code sessions are closed before the sandbox pool,
+the worker processes go last. An HTTP app (`referee.service.create_app`), a Ray
 replica and the tests each build one; `async with Runtime(settings) as runtime:` runs one
 without HTTP.
 """
@@ -27,6 +28,7 @@ from referee.runtime.jobs import BackgroundJobs
 from referee.runtime.sessions import DashboardLogins
 from referee.sandbox import SandboxPool
 from referee.scoring import Admission, BackgroundShare, Scorer, WorkerPool
+from referee.sessions import CodeSessions
 from referee.settings import RegistrySettings, Settings, StatsSettings
 from referee.stats import ScopedStats, SharedStats, Statistics, default_replica_id, persisted
 from referee.verifiers import CodeSandbox, Resources, load_installed
@@ -89,6 +91,13 @@ class Runtime:
         # The judge endpoints' connections, breakers and verdict cache; none configured, none.
         self.judges = JudgeClients(settings.judges) if settings.judges.endpoints else None
         self.resources = Resources(sandbox=sandbox or self._own_sandbox, judges=self.judges)
+        # Code sessions (/v1/sessions): each pins a container of the sandbox, so a sandbox
+        # without `open_session` (a caller's, a test's) or none at all has none to give.
+        self.code_sessions = CodeSessions(
+            settings.sessions,
+            getattr(self.resources.sandbox, "open_session", None),
+            max_open=settings.sandbox.max_sessions,
+        )
         # The statistics pages: every replica's through the shared store, or this one's.
         self.scoped_stats = (
             None
@@ -168,6 +177,9 @@ class Runtime:
         if self._own_sandbox is not None:
             await self._own_sandbox.start()
             stack.push_async_callback(self._own_sandbox.close)
+        # After the sandbox, so stopped before it: every session closed, its container given back.
+        await self.code_sessions.start()
+        stack.push_async_callback(self.code_sessions.stop)
         if self.stats is not None:
             # After the sandbox: its instance id, claimed at its start, may name this replica.
             if self.scoped_stats is not None:

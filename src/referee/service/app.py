@@ -25,6 +25,7 @@ from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
 from referee.service.routes_registration import registration_router
+from referee.service.routes_sessions import sessions_router
 from referee.service.routes_stats import stats_router
 from referee.service.ui import ui_router, ui_static
 
@@ -58,7 +59,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     runtime = runtime or Runtime()
     settings = runtime.settings
     ensure_logging(settings.service.log_level, settings.service.log_json)
-    metrics = Metrics(runtime.pool, runtime.admission, runtime.judges)
+    metrics = Metrics(runtime.pool, runtime.admission, runtime.judges, runtime.code_sessions)
     runtime.observe(metrics.observe_verdict)
 
     @asynccontextmanager
@@ -76,6 +77,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     serve_runtime(app, runtime, metrics)
     registration = registration_router(runtime.installed)
     api_routers = [router, registration, audits_router, stats_router]
+    api_routers.append(sessions_router)
     install_error_handlers(app, api_routers)
     auth = install_auth(app, settings.service, runtime.dashboard.throttle)
     for api_router in api_routers:

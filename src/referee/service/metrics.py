@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.scoring import Admission, WorkerPool
+from referee.sessions import CodeSessions
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 
@@ -101,9 +102,59 @@ class _JudgeCollector(Collector):
             yield family
 
 
+class _SessionCollector(Collector):
+    """Code sessions (/v1/sessions), read at scrape time from `CodeSessions.counters`."""
+
+    def __init__(self, sessions: CodeSessions) -> None:
+        self._sessions = sessions
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        c = self._sessions.counters
+        yield GaugeMetricFamily(
+            "referee_sessions_open", "Code sessions open", value=self._sessions.open_count
+        )
+        yield CounterMetricFamily("referee_sessions_opened", "Code sessions opened", value=c.opened)
+        ended = CounterMetricFamily(
+            "referee_sessions_ended",
+            "Code sessions ended, by why: closed (DELETE), expired (idle TTL or lifetime), "
+            "lost (container lost), stopped (with the service)",
+            labels=["reason"],
+        )
+        for reason in ("closed", "expired", "lost", "stopped"):
+            ended.add_metric([reason], getattr(c, reason))
+        yield ended
+        for name, doc, label, counts in (
+            (
+                "referee_sessions_refused",
+                "Session opens refused: quota (429), full or unavailable (503)",
+                "reason",
+                c.refused,
+            ),
+            (
+                "referee_session_calls",
+                "Calls run in code sessions, by outcome status (lost: container lost)",
+                "status",
+                c.calls,
+            ),
+        ):
+            family = CounterMetricFamily(name, doc, labels=[label])
+            for value, count in sorted(counts.items()):
+                family.add_metric([value], count)
+            yield family
+        yield CounterMetricFamily(
+            "referee_session_restarts",
+            "Calls that cost their session's kernel state (timeout, memory, killed)",
+            value=c.restarts,
+        )
+
+
 class Metrics:
     def __init__(
-        self, pool: WorkerPool, admission: Admission | None = None, judges: JudgeClients | None = None
+        self,
+        pool: WorkerPool,
+        admission: Admission | None = None,
+        judges: JudgeClients | None = None,
+        sessions: CodeSessions | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -134,6 +185,8 @@ class Metrics:
             self.registry.register(_LaneCollector(admission))
         if judges is not None:
             self.registry.register(_JudgeCollector(judges))
+        if sessions is not None:
+            self.registry.register(_SessionCollector(sessions))
 
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
         self.verdicts.labels(verifier, verdict.status.value).inc()

@@ -44,7 +44,15 @@ from referee.service.routes_audits import AuditJob, Caller, cancel_visible, visi
 from referee.service.routes_stats import health_page, owner_label
 from referee.service.same_origin import require_same_origin
 from referee.service.security_headers import HEADERS, REPORT_HEADERS
-from referee.service.ui_data import RANGES, audit_rows, chosen_range, overview, prompt_view, verifier_rows
+from referee.service.ui_data import (
+    RANGES,
+    audit_rows,
+    chosen_range,
+    overview,
+    prompt_view,
+    session_figures,
+    verifier_rows,
+)
 from referee.stats import Statistics
 
 log = structlog.get_logger(__name__)
@@ -204,7 +212,11 @@ async def _overview(
         return overview(None, viewer.owner) | {"role": viewer.role}
     snapshot = await scoped.snapshot(window)
     health = health_page(runtime, snapshot, window, RANGES[window], scoped.now_minute())
-    return overview(stats, viewer.owner, health, window, snapshot) | {"role": viewer.role}
+    sessions = session_figures(runtime.code_sessions)
+    return overview(stats, viewer.owner, health, window, snapshot) | {
+        "role": viewer.role,
+        "sessions": sessions,
+    }
 
 
 @ui_router.get("/ui", response_class=HTMLResponse)

@@ -13,6 +13,7 @@ from referee.audit import AuditReport
 from referee.models import HealthPage, PromptFilter, ReplicaStat, Traffic, VerifierStat, VerifierStatsPage
 from referee.registered import VerifierCatalog
 from referee.service.routes_audits import AuditJob
+from referee.sessions import CodeSessions
 from referee.stats import Snapshot, Statistics, step_start
 
 WINDOW_MINUTES = 60
@@ -145,6 +146,22 @@ def overview(
         "replica_rows": replica_rows(page),
         "differs": DIFFERS,
         "when": clock,
+    }
+
+
+def session_figures(sessions: CodeSessions) -> dict[str, int] | None:
+    """The health panel's code-session card (this replica's); None when sessions are off."""
+    if not sessions.settings.enabled:
+        return None
+    c = sessions.counters
+    return {
+        "open": sessions.open_count,
+        "max_open": sessions.max_open,
+        "opened": c.opened,
+        "expired": c.expired,
+        "lost": c.lost,
+        "calls": sum(c.calls.values()),
+        "restarts": c.restarts,
     }
 
 
