@@ -226,19 +226,32 @@ async def test_fallback_options_without_a_fallback_are_refused() -> None:
 
 async def test_through_the_service_with_worker_processes(tmp_path: Path) -> None:
     with VerdictServer(equivalent=EQUIVALENT) as server:
-        endpoints = {"default": {"url": server.url("verdict"), "model": "judge-model", "api_key": API_KEY}}
+        common = {"model": "judge-model", "api_key": API_KEY, "retries": 0}
+        endpoints = {
+            "default": {"url": server.url("verdict"), **common},
+            "down": {"url": server.url("fail"), **common},
+        }
         settings = make_settings(workers=1, db_path=tmp_path / "referee.db", judge_endpoints=endpoints)
         async with in_process(settings) as http:
+            before = (await http.get("/metrics")).text
             responses = [UNREADABLE_RIGHT, READABLE_WRONG, UNREADABLE_WRONG]
             group = {"verifier": "math", "reference": "10", "options": FALLBACK, "responses": responses}
-            reply = await http.post("/v1/groups", json={"groups": [group]})
+            down = {**FALLBACK, "fallback_options": {"endpoint": "down"}}
+            # Another unreadable answer (the first group's would be in the verdict cache, keyed by model).
+            words = "So it is $\\boxed{\\text{twelve}}$."
+            failing = {"verifier": "math", "reference": "10", "options": down, "responses": [words]}
+            reply = await http.post("/v1/groups", json={"groups": [group, failing]})
             metrics = (await http.get("/metrics")).text
     assert reply.status_code == 200, reply.text
-    (result,) = reply.json()["groups"]
-    assert result["rewards"] == [1.0, 0.0, 0.0]
+    result, failed = reply.json()["groups"]
+    assert result["rewards"] == [1.0, 0.0, 0.0] and failed["rewards"] == [None]
     assert [v["details"].get("fallback") for v in result["verdicts"]] == ["judge", None, "judge"]
-    assert server.hits["verdict"] == 2
+    assert server.hits["verdict"] == 2 and server.hits["fail"] == 1
     assert 'referee_verdicts_total{status="ok",verifier="math"} 3.0' in metrics
+    # The fallback's own counter: how many answers went to the judge, and how they ended.
+    for outcome, count in (("equivalent", 1), ("not_equivalent", 1), ("error", 1)):
+        line = f'referee_math_judge_fallback_total{{outcome="{outcome}"}}'
+        assert f"{line} 0.0" in before and f"{line} {float(count)}" in metrics
 
 
 @pytest.mark.slow

@@ -14,6 +14,14 @@ from referee.scoring import Admission, WorkerPool
 from referee.sessions import CodeSessions
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+FALLBACK_OUTCOMES = ("equivalent", "not_equivalent", "error")
+
+
+def fallback_outcome(verdict: Verdict) -> str:
+    """How a verdict the math fallback sent to the judge ended (one of FALLBACK_OUTCOMES)."""
+    if verdict.status.value != "ok" or verdict.score is None:
+        return "error"
+    return "equivalent" if verdict.score >= 1.0 else "not_equivalent"
 
 
 class _PoolCollector(Collector):
@@ -180,6 +188,17 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        # How often the rules fail to read an answer and the judge is asked instead, and what
+        # the judge made of it: a share of `error` here is masked reward a trainer never sees.
+        self.judge_fallbacks = Counter(
+            "referee_math_judge_fallback",
+            "Math answers the rules could not read that went to the judge (options.fallback), "
+            "by outcome: equivalent, not_equivalent, error (no verdict: masked)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for outcome in FALLBACK_OUTCOMES:
+            self.judge_fallbacks.labels(outcome)
         self.registry.register(_PoolCollector(pool))
         if admission is not None:
             self.registry.register(_LaneCollector(admission))
@@ -191,3 +210,5 @@ class Metrics:
     def observe_verdict(self, verdict: Verdict, verifier: str) -> None:
         self.verdicts.labels(verifier, verdict.status.value).inc()
         self.verdict_latency.labels(verifier).observe(verdict.duration_ms / 1000.0)
+        if verdict.details.get("fallback") == "judge":  # scoring/fallback.py's mark
+            self.judge_fallbacks.labels(fallback_outcome(verdict)).inc()
