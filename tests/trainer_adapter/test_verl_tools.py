@@ -146,3 +146,92 @@ async def test_a_lost_session_is_the_models_to_read_and_the_next_call_starts_afr
     assert "NameError" in await call(loop, data, "z")  # a fresh session
     bad, _, metrics = await tool.execute("x", {"source": "1"})
     assert metrics == {"status": "bad_arguments"} and "code" in str(bad.text)
+
+
+# --- verl's whole ToolAgentLoop ----------------------------------------------------------------
+
+
+def tool_call_text(code: str) -> str:
+    return (
+        "<tool_call>\n"
+        + json.dumps({"name": "code_interpreter", "arguments": {"code": code}})
+        + "\n</tool_call>"
+    )
+
+
+class ScriptedServer:
+    """verl's LLM server manager over a scripted trajectory: the i-th generation is `turns[i]`
+    followed by the EOS token."""
+
+    def __init__(self, tokenizer: Any, turns: list[str]) -> None:
+        self.tokenizer, self.turns, self.prompts = tokenizer, turns, []  # type: list[str]
+
+    async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: Any, **_: Any) -> Any:
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.prompts.append(self.tokenizer.decode(prompt_ids))
+        text = self.turns[len(self.prompts) - 1]
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return TokenOutput(token_ids=[*ids, self.tokenizer.eos_token_id])
+
+
+async def test_verls_tool_agent_loop_runs_trajectories_on_the_tool(
+    tool: RefereeCodeInterpreterTool, fake: FakeRollouts
+) -> None:
+    """`ToolAgentLoop.run` as verl's agent loop workers call it: Hermes tool calls parsed from
+    the generations, dispatched to the tool, their output rendered into the next prompt."""
+    from omegaconf import OmegaConf
+    from trl.chat_template_utils import qwen3_chat_template
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+
+    from tests.support.tokenizers import PRINTABLE, char_tokenizer
+
+    tokenizer = char_tokenizer(PRINTABLE + "\n", "<|endoftext|>", "<|im_end|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tokenizer.chat_template = qwen3_chat_template  # Qwen's, tools rendered in the system prompt
+    multi_turn = {
+        "max_user_turns": 4,
+        "max_assistant_turns": 4,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 500,
+        "tool_response_truncate_side": "right",
+        "format": "hermes",
+    }
+    rollout = {
+        "multi_turn": multi_turn,
+        "prompt_length": 4096,
+        "response_length": 1024,
+        "full_determinism": False,
+    }
+    config = DictConfigWrap(OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}}))
+
+    async def trajectory(turns: list[str]) -> tuple[ScriptedServer, Any]:
+        server = ScriptedServer(tokenizer, turns)
+        loop = ToolAgentLoop(
+            trainer_config=config,
+            server_manager=server,
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=None,
+            data_config=DictConfigWrap(OmegaConf.create({})),
+            tools=ToolListWrap([tool]),
+        )
+        prompt = [{"role": "user", "content": "What is 6*7?"}]
+        return server, await loop.run(sampling_params={}, raw_prompt=prompt, tools_kwargs={})
+
+    before, opened_before = set(fake.open_ids()), fake.opened
+    (first, out_first), (second, out_second) = await asyncio.gather(
+        trajectory([tool_call_text("x = 6 * 7"), tool_call_text("print(x)"), "42"]),
+        trajectory([tool_call_text("print(x)"), "I do not know"]),
+    )
+    assert out_first.num_turns == 6 and out_second.num_turns == 4
+    assert "<tool_response>\n42\n</tool_response>" in first.prompts[-1]  # state kept across calls
+    assert "NameError" in second.prompts[-1]  # and not across trajectories
+    assert fake.opened == opened_before + 2  # a session per trajectory
+    del out_first, out_second
+    gc.collect()
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if set(fake.open_ids()) <= before:
+            break
+    assert set(fake.open_ids()) <= before  # both closed once verl dropped the trajectories
