@@ -116,6 +116,16 @@ def test_invalid_spec_is_422_naming_the_field(http: httpx.Client) -> None:
     assert r.json()["detail"][0]["loc"][:2] == ["body", "spec"]
 
 
+def test_a_judge_fallback_inside_a_declarative_type_is_422_naming_it(http: httpx.Client) -> None:
+    body = r1_math("fallback.inside")
+    body["spec"]["components"]["correct"]["options"] = {"fallback": "judge"}
+    r = register(http, body)
+    assert r.status_code == 422 and r.json()["error"] == "invalid_spec", r.text
+    (error,) = r.json()["detail"]
+    assert error["loc"][:3] == ["body", "spec", "multi"] and error["loc"][-1] == "options"
+    assert "options.fallback" in error["msg"] and "not available inside a declarative type" in error["msg"]
+
+
 def test_versions_pinning_and_delete_keep_history(http: httpx.Client) -> None:
     assert register(http, r1_math("ver.demo", 0.1)).json()["verifier"] == "ver.demo@1"
     again = register(http, r1_math("ver.demo", 0.1))

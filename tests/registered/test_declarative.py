@@ -187,3 +187,37 @@ def test_templates() -> None:
     assert render({"k": ["n={{reference.answer[0]}}"]}, ref) == {"k": ["n=1"]}
     with pytest.raises(PathError):
         render("{{reference.missing}}", ref)
+
+
+@pytest.mark.skipif(not HAS_MATH, reason="the math verifier is not installed")
+@pytest.mark.parametrize(
+    ("spec", "loc"),
+    [
+        (
+            {"type": "check", "compare": {"kind": "math", "options": {"fallback": "judge"}}},
+            ("root", "check", "compare", "options"),
+        ),
+        (
+            {
+                "type": "multi",
+                "components": {"m": {"type": "verifier", "name": "math", "options": {"fallback": "judge"}}},
+                "weights": {"m": 1.0},
+            },
+            ("root", "multi", "components", "m", "verifier", "options"),
+        ),
+    ],
+)
+def test_maths_judge_fallback_is_refused_not_ignored(spec: dict[str, Any], loc: tuple[Any, ...]) -> None:
+    """The judge fallback runs in the service, after the worker checks; a declarative type is
+    worker checks only, so `options.fallback` would be accepted and silently do nothing."""
+    with pytest.raises(ValidationError) as refused:
+        build_class("t", "1", spec, None, builtins=BUILTINS)
+    (error,) = refused.value.errors()
+    assert error["loc"] == loc and "options.fallback" in error["msg"] and "declarative" in error["msg"]
+    # Without the fallback (or with it off) math is a comparator as before.
+    plain = {
+        "type": "check",
+        "extract": {"kind": "none"},
+        "compare": {"kind": "math", "options": {"fallback": None}},
+    }
+    assert build_class("t", "1", plain, None, builtins=BUILTINS)().score("So \\boxed{4}.", "4").score == 1.0

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.registered import formula
 from referee.registered.comparators import COMPARATORS, Comparator
@@ -85,9 +85,28 @@ class Extract(_Strict):
         return self
 
 
+# Options of a built-in that the service acts on around the worker checks, not in them: a
+# declarative type's checks run in the workers alone, so it would accept them and ignore them.
+_SERVICE_OPTIONS = ("fallback", "fallback_options")
+
+
+def _no_service_options(options: dict[str, Any]) -> dict[str, Any]:
+    for key in _SERVICE_OPTIONS:
+        if options.get(key) is not None:
+            raise ValueError(
+                f"options.{key}: math's judge fallback is not available inside a declarative type "
+                "(the judge runs in the service, after the worker checks a declarative type is made "
+                "of); use the math verifier with options.fallback in the request, or register a "
+                "judge type and weight it beside this one"
+            )
+    return options
+
+
 class Compare(_Strict):
     kind: Literal["exact", "regex", "numeric", "math", "multiple_choice", "json_schema", "set", "multiset"]
     options: dict[str, Any] = Field(default_factory=dict)
+
+    _service_options = field_validator("options")(_no_service_options)
 
 
 class CheckNode(_Strict):
@@ -102,6 +121,8 @@ class VerifierNode(_Strict):
     name: str = Field(min_length=1, max_length=200)
     options: dict[str, Any] = Field(default_factory=dict)
     reference: Any = "{{reference}}"
+
+    _service_options = field_validator("options")(_no_service_options)
 
 
 ComponentName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")]
