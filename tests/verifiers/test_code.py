@@ -407,7 +407,7 @@ def test_how_test_code_is_cut_into_tests(tests: str, planned: list[tuple[int, st
         ({"tests": "assert f(1) == 1", "setup": "def ("}, "does not parse"),
         (
             {"test_format": "stdio", "tests": [{"input": "", "output": "1"}], "setup": "x = 1"},
-            "setup and entry_point",
+            "setup belongs to Python assert and function tests",
         ),
         ({"tests": "assert f(1) == 1", "entry_point": "not a name"}, "entry_point"),
     ],

@@ -36,7 +36,7 @@ from referee.sandbox.protocol import (
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
-from referee.verifiers import extract
+from referee.verifiers import code_formats, extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
 MAX_TESTS = 1000
@@ -66,13 +66,6 @@ class FunctionTest(BaseModel):
     expected: Any
 
 
-def _text(value: Any) -> Any:
-    """A stdio input or output as datasets store it: a string, or a list of lines."""
-    if isinstance(value, list) and all(isinstance(line, str) for line in value):
-        return "\n".join(value) + ("\n" if value else "")
-    return value
-
-
 class CodeReference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: str
@@ -90,7 +83,9 @@ class CodeReference(BaseModel):
         description=(
             "Python assert tests: trusted code (the prompt's helpers and imports, MBPP's "
             "test_setup_code) run before the program, so it may use them, and separately for "
-            "the tests, which see these definitions whatever the program redefines."
+            "the tests, which see these definitions whatever the program redefines. Python "
+            "function tests: code run before the program (the imports LeetCode-style "
+            "programs assume, as LiveCodeBench's and TACO's harnesses do)."
         ),
     )
     entry_point: str | None = Field(
@@ -104,61 +99,11 @@ class CodeReference(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _benchmark_rows(cls, data: Any) -> Any:
-        """HumanEval and MBPP rows as published: HumanEval's ``{"prompt", "test",
-        "entry_point", ...}`` (the prompt is the setup: its imports and helpers), MBPP's
-        ``{"test_list", "test_imports"? | "test_setup_code"?, ...}``. Other fields of the row
-        (task_id, canonical_solution, code, text, ...) are dropped."""
-        if not isinstance(data, dict) or "tests" in data or "language" in data:
-            return data
-        if {"test", "entry_point"} <= data.keys():
-            return {
-                "language": "python",
-                "test_format": "assert",
-                "tests": data["test"],
-                "entry_point": data["entry_point"],
-                "setup": data.get("prompt") or None,
-            }
-        if "test_list" in data and isinstance(data["test_list"], list):
-            imports = data.get("test_imports") or []
-            lines = [*imports, *data["test_list"]] if isinstance(imports, list) else data["test_list"]
-            return {
-                "language": "python",
-                "test_format": "assert",
-                "tests": "\n".join(str(line) for line in lines),
-                "setup": data.get("test_setup_code") or None,
-            }
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _dataset_form(cls, data: Any) -> Any:
-        """The form code-RL datasets store (APPS, TACO, CodeContests, PrimeIntellect, as verl's
-        data sources hold them, usually as JSON text): ``{"inputs": [...], "outputs": [...],
-        "fn_name"?}``. Without `fn_name` each pair is a stdio test (a list of lines is joined
-        with newlines); with it, a call of `fn_name` with `inputs[i]` as its arguments, whose
-        expected return value is `outputs[i]`, unwrapped when it is a one-element list (those
-        datasets wrap every return value so). The language defaults to Python."""
-        if not isinstance(data, dict) or "tests" in data or not {"inputs", "outputs"} <= data.keys():
-            return data
-        inputs, outputs = data["inputs"], data["outputs"]
-        if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
-            raise ValueError("inputs and outputs must be lists of the same length")
-        rest = {k: v for k, v in data.items() if k not in ("inputs", "outputs", "fn_name")}
-        rest.setdefault("language", "python")
-        fn_name = data.get("fn_name")
-        if fn_name:
-            tests: list[dict[str, Any]] = [
-                {
-                    "fn_name": fn_name,
-                    "args": list(args) if isinstance(args, list) else [args],
-                    "expected": out[0] if isinstance(out, list) and len(out) == 1 else out,
-                }
-                for args, out in zip(inputs, outputs, strict=True)
-            ]
-            return {**rest, "test_format": "function", "tests": tests}
-        tests = [{"input": _text(i), "output": _text(o)} for i, o in zip(inputs, outputs, strict=True)]
-        return {**rest, "test_format": "stdio", "tests": tests}
+    def _stored_rows(cls, data: Any) -> Any:
+        """Rows of HumanEval, MBPP, APPS/TACO, CodeContests, LiveCodeBench and open-r1's
+        Codeforces as stored, and the `{"inputs", "outputs", "fn_name"?}` form of verl's
+        code-RL data sources: see referee.verifiers.code_formats."""
+        return code_formats.canonical(data)
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeReference:
@@ -168,8 +113,12 @@ class CodeReference(BaseModel):
         if self.test_format not in lang.formats:
             raise ValueError(f"{self.language} supports the formats {sorted(lang.formats)}")
         want = {"stdio": StdioTest, "function": FunctionTest, "assert": str}[self.test_format]
-        if (self.setup or self.entry_point) and self.test_format != "assert":
-            raise ValueError("setup and entry_point belong to Python assert tests")
+        if self.entry_point and self.test_format != "assert":
+            raise ValueError("entry_point belongs to Python assert tests")
+        if self.setup and not (
+            self.test_format == "assert" or (self.test_format, self.language) == ("function", "python")
+        ):
+            raise ValueError("setup belongs to Python assert and function tests: stdio has no setup")
         if want is str:
             if not isinstance(self.tests, str):
                 raise ValueError("assert tests must be a string of assert statements")
@@ -251,6 +200,8 @@ class Prepared:
     expected: tuple[Any, ...]  # stdio: str; function: JSON value; assert: judge.AssertTest
     output_limit_bytes: int | None = None  # the reference's own stdout cap
     largest_output: int = 0  # bytes of the largest expected stdout (what a correct program prints)
+    setup: str | None = None  # function tests: run before the program (code_formats.with_setup)
+    fn_names: tuple[str, ...] = ()
     notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
 
 
@@ -487,7 +438,13 @@ class CodeVerifier(AsyncVerifier):
                 for t in ftests
             )
             return Prepared(
-                lang, "function", inputs, tuple(t.expected for t in ftests), ref.output_limit_bytes
+                lang,
+                "function",
+                inputs,
+                tuple(t.expected for t in ftests),
+                ref.output_limit_bytes,
+                setup=ref.setup,
+                fn_names=tuple(sorted({t.fn_name for t in ftests})),
             )
         stests = [t for t in ref.tests if isinstance(t, StdioTest)]
         return Prepared(
@@ -561,6 +518,8 @@ class CodeVerifier(AsyncVerifier):
     async def _run_program(
         self, pool: CodeSandbox, program: str, prep: Prepared, options: CodeOptions
     ) -> Check | VerifierError:
+        if prep.setup is not None:
+            program = code_formats.with_setup(prep.setup, program, list(prep.fn_names))
         source = program.encode("utf-8", "surrogatepass")
         if len(source) > pool.settings.max_source_bytes:
             return Check(
