@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from referee.models.common import StrictModel
 
@@ -22,6 +22,19 @@ SessionCallStatus = Literal["ok", "error", "timeout", "memory_limit_exceeded", "
 SESSION_PATH_PATTERN = r"^(?:[^/\\\x00.]|\.[^/\\\x00.]|\.\.[^/\\\x00])[^/\\\x00]*(?:/(?:[^/\\\x00.]|\.[^/\\\x00.]|\.\.[^/\\\x00])[^/\\\x00]*)*$"
 SessionPath = Annotated[str, Field(pattern=SESSION_PATH_PATTERN, min_length=1, max_length=255)]
 MAX_FILES = 64
+# pydantic documents a constrained key as `patternProperties`, which lets any other key through
+# with any value; the document says what is validated: every key a path, every value text.
+SessionFiles = Annotated[
+    dict[SessionPath, str],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": SESSION_PATH_PATTERN, "minLength": 1, "maxLength": 255},
+            "additionalProperties": {"type": "string"},
+            "maxProperties": MAX_FILES,
+        }
+    ),
+]
 
 
 class SessionLimitsRequest(StrictModel):
@@ -49,7 +62,7 @@ class SessionLimitsInfo(StrictModel):
 class SessionOpenRequest(StrictModel):
     language: Literal["python"] = "python"
     limits: SessionLimitsRequest = Field(default_factory=SessionLimitsRequest)
-    files: dict[SessionPath, str] = Field(
+    files: SessionFiles = Field(
         default_factory=dict,
         max_length=MAX_FILES,
         description="Text files placed in the work dir before the first call: relative path -> "
