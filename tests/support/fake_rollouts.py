@@ -210,7 +210,11 @@ class FakeRollouts:
         @app.get("/v1/sessions")
         async def listing(request: Request) -> Any:
             mine = [s for s in self.sessions.values() if s.owner == owner(request)]
-            return [{"id": s.id, "language": "python", "calls": s.calls, "restarts": 0} for s in mine]
+            return {
+                "sessions": [
+                    {"id": s.id, "language": "python", "calls": s.calls, "restarts": 0} for s in mine
+                ]
+            }
 
         @app.delete("/v1/sessions/{session_id}")
         async def close(session_id: str, request: Request) -> Any:

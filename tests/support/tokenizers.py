@@ -26,3 +26,15 @@ def char_tokenizer(alphabet: str, pad: str = "<pad>", eos: str = "<eos>") -> Any
 def printable_tokenizer() -> Any:
     """Printable ASCII with Qwen's PAD and EOS, the chat-model shape the trainers' recipes expect."""
     return char_tokenizer(PRINTABLE, PAD, EOS)
+
+
+def qwen_tokenizer() -> Any:
+    """Printable ASCII and newlines with Qwen3's chat template (tools rendered in the system
+    prompt, `<tool_call>`/`<tool_response>` turns): what TRL's and verl's tool loops recognise."""
+    from trl.chat_template_utils import qwen3_chat_template
+
+    tokenizer = char_tokenizer(PRINTABLE + "\n", PAD, EOS)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
+    tokenizer.chat_template = qwen3_chat_template
+    tokenizer.padding_side = "left"
+    return tokenizer

@@ -10,6 +10,7 @@ import asyncio
 import gc
 import importlib.util
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,7 +56,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRollouts]:
         yield running
 
 
-async def test_an_episode_per_sample_rewarded_by_its_verdict(fake: FakeRollouts) -> None:
+async def run_two_samples() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two samples through OpenRLHF's executor, concurrently: one sets `x`, prints it, answers
+    '42' (right); the other answers '36' (wrong) after one call. Configured by REFEREE_*."""
     executor, tokenizer = load_executor(), printable_tokenizer()
     right = EpisodeEngine(tokenizer, [call("x = 6 * 7"), call("print(x)"), "42"])
     wrong = EpisodeEngine(tokenizer, [call("x = 6 * 6"), "36"])
@@ -65,13 +68,22 @@ async def test_an_episode_per_sample_rewarded_by_its_verdict(fake: FakeRollouts)
         executor.execute(PROMPT, "42", SamplingParams(), 1024, tokenizer, wrong),
     )
     assert (right.calls, wrong.calls) == (3, 2)
+    assert len(first["action_ranges"]) == 3
+    return first, second
+
+
+def tool_outputs(result: dict[str, Any]) -> list[str]:
+    """What the model was shown in ChatML's tool turns (the character tokenizer drops newlines)."""
+    seen = printable_tokenizer().decode(result["observation_tokens"]).replace("<|endoftext|>", "")
+    return re.findall(r"<tool_response>(.*?)</tool_response>", seen)
+
+
+async def test_an_episode_per_sample_rewarded_by_its_verdict(fake: FakeRollouts) -> None:
+    first, second = await run_two_samples()
     assert (first["reward"], first["scores"]) == (1.0, 1.0)
     assert second["reward"] == 0.0
     assert first["extra_logs"] == {"referee_tool_calls": 2.0, "referee_verdict_error": 0.0}
-    # The tool's output reached the model between its turns, in ChatML's tool turn.
-    seen = tokenizer.decode(first["observation_tokens"])
-    assert "<tool_response>42</tool_response>" in seen.replace("<|endoftext|>", "")
-    assert len(first["action_ranges"]) == 3
+    assert tool_outputs(first) == ["", "42"]  # the second call printed the first call's `x`
     assert fake.episodes == {} and fake.sessions == {} and fake.closed == 2
 
 

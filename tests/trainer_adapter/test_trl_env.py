@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from referee.trainer_adapter.trl_env import (
     prompt_text,
 )
 from tests.support.fake_rollouts import FakeRollouts
-from tests.support.tokenizers import PRINTABLE, char_tokenizer
+from tests.support.tokenizers import qwen_tokenizer
 
 QUESTION = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6*7?"}]
 
@@ -144,18 +145,14 @@ def scripted_model(tokenizer: Any) -> Any:
     return model
 
 
-@pytest.mark.slow
-def test_grpo_trainer_runs_episodes_with_the_python_tool(fake: FakeRollouts, tmp_path: Path) -> None:
-    """TRL's tool loop end to end: its chat template and response parsing (Qwen3's, on a
-    character tokenizer), its environment pool and tool dispatch, its reward call."""
+def grpo_step(url: str, tmp_path: Path, api_key: str) -> tuple[dict[str, Any], list[str]]:
+    """One GRPOTrainer step with `RefereeEnvironment` (2 prompts x 2 generations, the scripted
+    model answering '42' to both, right for one): its logs, and the conversations the model saw
+    before its final answers."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
-    from trl.chat_template_utils import qwen3_chat_template
 
-    tokenizer = char_tokenizer(PRINTABLE + "\n", "<|endoftext|>", "<|im_end|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
-    tokenizer.chat_template = qwen3_chat_template
-    tokenizer.padding_side = "left"
+    tokenizer = qwen_tokenizer()
     question = [{"role": "user", "content": "What is 6*7?"}]
     dataset = Dataset.from_dict({"prompt": [question, question], "reference": ["42", "41"]})
     args = GRPOConfig(
@@ -180,14 +177,26 @@ def test_grpo_trainer_runs_episodes_with_the_python_tool(fake: FakeRollouts, tmp
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=RefereeEnvironment.factory(fake.url, api_key="trl-trainer", verifier="exact"),
+        environment_factory=RefereeEnvironment.factory(url, api_key=api_key, verifier="exact"),
     )
-    runs_before, FINAL_TURN[:] = fake.runs, []
+    FINAL_TURN.clear()
     trainer.train()
-
     (logs,) = [entry for entry in trainer.state.log_history if "rewards/referee_episode/mean" in entry]
+    return logs, list(FINAL_TURN)
+
+
+def check_grpo_step(logs: dict[str, Any], final_turns: list[str]) -> None:
     assert logs["tools/call_frequency"] == 2.0 and logs["tools/failure_frequency"] == 0.0
     assert logs["rewards/referee_episode/mean"] == 0.5  # '42' is right for one prompt, wrong for the other
-    assert fake.runs == runs_before + 8  # 4 rollouts x 2 calls, each in its own episode's session
     # The second call printed the first call's `x`: state kept within the episode, shown to the model.
-    assert len(FINAL_TURN) == 4 and all("<tool_response>\n42" in t for t in FINAL_TURN)
+    assert len(final_turns) == 4
+    assert all(re.search(r"<tool_response>\n(stdout:\n)?42", t) for t in final_turns), final_turns[0][-300:]
+
+
+@pytest.mark.slow
+def test_grpo_trainer_runs_episodes_with_the_python_tool(fake: FakeRollouts, tmp_path: Path) -> None:
+    """TRL's tool loop end to end: its chat template and response parsing (Qwen3's, on a
+    character tokenizer), its environment pool and tool dispatch, its reward call."""
+    runs_before = fake.runs
+    check_grpo_step(*grpo_step(fake.url, tmp_path, "trl-trainer"))
+    assert fake.runs == runs_before + 8  # 4 rollouts x 2 calls, each in its own episode's session

@@ -27,6 +27,7 @@ from verl.tools.tool_registry import initialize_tools_from_config
 
 from referee.trainer_adapter.verl_tools import RefereeCodeInterpreterTool
 from tests.support.fake_rollouts import FakeRollouts
+from tests.support.tokenizers import qwen_tokenizer
 
 TOOL_YAML = """
 tools:
@@ -56,14 +57,19 @@ def fake() -> Iterator[FakeRollouts]:
         yield running
 
 
-@pytest.fixture
-def tool(fake: FakeRollouts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RefereeCodeInterpreterTool:
-    monkeypatch.setenv("REFEREE_TEST_TOOL_KEY", "verl-key")
-    path = tmp_path / "tools.yaml"
-    path.write_text(TOOL_YAML.format(url=fake.url))
+def yaml_tool(url: str, directory: Path) -> RefereeCodeInterpreterTool:
+    """The tool as verl builds it from its tool YAML (the key in $REFEREE_TEST_TOOL_KEY)."""
+    path = directory / "tools.yaml"
+    path.write_text(TOOL_YAML.format(url=url))
     (built,) = initialize_tools_from_config(str(path))
     assert isinstance(built, RefereeCodeInterpreterTool)
     return built
+
+
+@pytest.fixture
+def tool(fake: FakeRollouts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RefereeCodeInterpreterTool:
+    monkeypatch.setenv("REFEREE_TEST_TOOL_KEY", "verl-key")
+    return yaml_tool(fake.url, tmp_path)
 
 
 def agent_loop(tool: RefereeCodeInterpreterTool) -> Any:
@@ -175,20 +181,16 @@ class ScriptedServer:
         return TokenOutput(token_ids=[*ids, self.tokenizer.eos_token_id])
 
 
-async def test_verls_tool_agent_loop_runs_trajectories_on_the_tool(
-    tool: RefereeCodeInterpreterTool, fake: FakeRollouts
-) -> None:
-    """`ToolAgentLoop.run` as verl's agent loop workers call it: Hermes tool calls parsed from
-    the generations, dispatched to the tool, their output rendered into the next prompt."""
+async def run_trajectories(
+    tool: RefereeCodeInterpreterTool, *scripts: list[str]
+) -> list[tuple[ScriptedServer, Any]]:
+    """`ToolAgentLoop.run` as verl's agent loop workers call it, one trajectory per script, all
+    concurrently: Hermes tool calls parsed from the generations, dispatched to the tool, their
+    output rendered into the next prompt by Qwen's chat template."""
     from omegaconf import OmegaConf
-    from trl.chat_template_utils import qwen3_chat_template
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
 
-    from tests.support.tokenizers import PRINTABLE, char_tokenizer
-
-    tokenizer = char_tokenizer(PRINTABLE + "\n", "<|endoftext|>", "<|im_end|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
-    tokenizer.chat_template = qwen3_chat_template  # Qwen's, tools rendered in the system prompt
+    tokenizer = qwen_tokenizer()
     multi_turn = {
         "max_user_turns": 4,
         "max_assistant_turns": 4,
@@ -219,11 +221,18 @@ async def test_verls_tool_agent_loop_runs_trajectories_on_the_tool(
         prompt = [{"role": "user", "content": "What is 6*7?"}]
         return server, await loop.run(sampling_params={}, raw_prompt=prompt, tools_kwargs={})
 
+    return list(await asyncio.gather(*(trajectory(script) for script in scripts)))
+
+
+STATEFUL = [tool_call_text("x = 6 * 7"), tool_call_text("print(x)"), "42"]
+FORGETFUL = [tool_call_text("print(x)"), "I do not know"]
+
+
+async def test_verls_tool_agent_loop_runs_trajectories_on_the_tool(
+    tool: RefereeCodeInterpreterTool, fake: FakeRollouts
+) -> None:
     before, opened_before = set(fake.open_ids()), fake.opened
-    (first, out_first), (second, out_second) = await asyncio.gather(
-        trajectory([tool_call_text("x = 6 * 7"), tool_call_text("print(x)"), "42"]),
-        trajectory([tool_call_text("print(x)"), "I do not know"]),
-    )
+    (first, out_first), (second, out_second) = await run_trajectories(tool, STATEFUL, FORGETFUL)
     assert out_first.num_turns == 6 and out_second.num_turns == 4
     assert "<tool_response>\n42\n</tool_response>" in first.prompts[-1]  # state kept across calls
     assert "NameError" in second.prompts[-1]  # and not across trajectories

@@ -208,7 +208,7 @@ def run_body(code: str, time_s: float | None) -> dict[str, Any]:
 
 
 def episode_body(task: Mapping[str, Any] | None, seed: int | None) -> dict[str, Any]:
-    return {"task": dict(task or {}), "seed": seed}
+    return {"task": None if task is None else dict(task), "seed": seed}
 
 
 def tool_call(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
