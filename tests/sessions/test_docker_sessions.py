@@ -22,9 +22,10 @@ import pytest
 
 from referee.runtime import Runtime
 from referee.sandbox import SandboxPool
+from referee.sandbox.hardening import LABEL
 from referee.sandbox.image import build_image
 from tests.conftest import make_settings
-from tests.sandbox.helpers import make_sandbox_settings
+from tests.sandbox.helpers import docker_client, make_sandbox_settings
 from tests.sandbox.test_reuse import LOOK, PLANT
 from tests.support.in_process import in_process
 from tests.timing import within
@@ -32,6 +33,7 @@ from tests.timing import within
 pytestmark = pytest.mark.docker
 
 KEYS = [f"sessions-docker-{i}" for i in range(5)]
+INSTANCE = "pytest-sessions"
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +52,22 @@ async def service(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[httpx.
         db_path=tmp_path / "referee.db",
         api_keys=KEYS,
         sandbox=True,
-        sandbox_instance="pytest-sessions",
+        sandbox_instance=INSTANCE,
         **{"sandbox_pool_size": 1, "sandbox_max_parallel": 1, **settings},
     )
     runtime = Runtime(config)
     async with in_process(runtime) as http:
         yield http, runtime
+
+
+def instance_containers() -> list[str]:
+    """This file's sandbox containers (its instance label), running or not."""
+    client = docker_client()
+    try:
+        found = client.api.containers(all=True, filters={"label": f"{LABEL}={INSTANCE}"})
+        return [c["Id"] for c in found]
+    finally:
+        client.close()
 
 
 def pool_of(runtime: Runtime) -> SandboxPool:
@@ -92,7 +104,7 @@ def container_of(runtime: Runtime, sid: str) -> str:
 
 
 async def test_state_is_kept_across_100_calls(tmp_path: Path, sandbox_image: str) -> None:
-    async with service(tmp_path) as (http, _):
+    async with service(tmp_path) as (http, runtime):
         sid = await open_session(http, files={"data/input.txt": "7\n"})
         first = await run(
             http,
@@ -112,6 +124,9 @@ async def test_state_is_kept_across_100_calls(tmp_path: Path, sandbox_image: str
         assert last["value"] == "('kept', 106)" and last["call"] == 101
         state = (await http.get(f"/v1/sessions/{sid}", headers=auth(KEYS[0]))).json()
         assert (state["calls"], state["restarts"]) == (101, 0)
+    # Left open when the service stopped: closed with it, its container removed with the pool.
+    assert runtime.code_sessions.counters.stopped == 1 and runtime.code_sessions.open_count == 0
+    assert instance_containers() == []
 
 
 async def test_nothing_crosses_between_two_open_sessions(tmp_path: Path, sandbox_image: str) -> None:
