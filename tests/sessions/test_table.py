@@ -47,7 +47,7 @@ def table(sandbox: FakeSandbox, clock: FakeClock, max_open: int = 8, **settings:
         clock=clock,
         wall=lambda: clock.now + 1_700_000_000,
         reap_interval_s=3600,  # the tests reap by hand, on the fake clock
-        wait_slack_s=0.0,
+        queue_wait_s=lambda call_time_s: call_time_s,
     )
 
 

@@ -47,11 +47,11 @@ import structlog
 
 from referee.errors import DomainError, ErrorKind
 from referee.sandbox import (
-    CALL_SLACK_S,
     CallOutcome,
     SandboxUnavailable,
     SessionClosed,
     SessionSpec,
+    call_wait_s,
 )
 from referee.sessions.inputs import (
     checked_code,
@@ -103,19 +103,20 @@ class CodeSessions:
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
         reap_interval_s: float = 1.0,
-        wait_slack_s: float = CALL_SLACK_S,
+        queue_wait_s: Callable[[float], float] = call_wait_s,
     ) -> None:
         """`opener`: the sandbox's `open_session` (None: no sandbox, every open is 503);
         `max_open`: sessions over all keys (the sandbox's `max_sessions`); a queued call waits
-        at most its session's call time plus `wait_slack_s` (what the sandbox itself allows a
-        call beyond its time before it gives up on it)."""
+        at most `queue_wait_s(call_time_s)`: by default as long as the sandbox itself waits for
+        a call of that time (its backstop under load, then a kernel's restart), so a call is
+        never refused as busy while the one before it may still honestly be running."""
         self.settings = settings
         self.max_open = max_open
         self.counters = SessionCounters()
         self._opener = opener
         self._clock, self._wall = clock, wall
         self._reap_interval_s = reap_interval_s
-        self._wait_slack_s = wait_slack_s
+        self._queue_wait_s = queue_wait_s
         self._entries: dict[str, _Entry] = {}
         self._opening: Counter[Hashable] = Counter()  # slots taken by opens in progress
         self._closing: set[asyncio.Task[None]] = set()
@@ -272,7 +273,7 @@ class CodeSessions:
         entry.active += 1
         try:
             try:
-                async with asyncio.timeout(call_time_s + self._wait_slack_s):
+                async with asyncio.timeout(self._queue_wait_s(call_time_s)):
                     await entry.lock.acquire()
             except TimeoutError:
                 raise self._busy(session_id) from None
