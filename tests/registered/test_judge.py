@@ -277,6 +277,37 @@ def test_the_label_family_with_a_custom_template(http: httpx.Client, graders: Gr
     assert "LABEL: <one of: right, wrong>" in graders.last("strict")
 
 
+def test_a_label_judge_whose_best_label_scores_under_1_registers(
+    http: httpx.Client, graders: Graders
+) -> None:
+    """Its best label is its full marks: the right example and the battery's controls earn 0.8,
+    the wrong one and every attack the worst label's 0."""
+    # (The scripted judge answers the first label listed for a right answer: sorted, as stored.)
+    label = judge_type("jt.partial", family="label", labels={"correct": 0.8, "wrong": 0.0})
+    label["examples"] = [{**EXAMPLES[0], "expected_score": 0.8}, EXAMPLES[1]]
+    r = register(http, label)
+    assert r.status_code == 201, r.text
+    assert r.json()["probes_passed"] == BATTERY
+    verdict = score(http, "jt.partial", RIGHT, "42")
+    assert verdict["score"] == 0.8 and "one of these labels: correct, wrong" in graders.last("strict")
+    # Examples without the best label's score still lack a right answer for the battery.
+    label["examples"] = [{**EXAMPLES[0], "reference": "41", "expected_score": 0.0}, EXAMPLES[1]]
+    refused = register(http, {**label, "name": "jt.partial.none"})
+    assert refused.status_code == 422 and refused.json()["error"] == "probes_invalid", refused.text
+    assert "expected_score 0.8" in refused.json()["detail"][0]["msg"]
+
+
+def test_controls_need_the_judges_full_marks() -> None:
+    battery = judge_battery([Graded(RIGHT, "42", {}, 0.8), Graded(WRONG, "42", {}, 0.0)], "LABEL: good", 0.8)
+    controls = [p for p in battery if p.control]
+    assert len(controls) == 2 and all(p.min_score == 0.8 for p in controls)
+    assert controls[0].passes("ok", 0.8) and not controls[0].passes("ok", 0.5)
+    with pytest.raises(ValueError, match="expected_score 1"):
+        judge_battery([Graded(RIGHT, "42", {}, 0.8), Graded(WRONG, "42", {}, 0.0)], "LABEL: good")
+    assert judge.best_score({"family": "label", "labels": {"a": 0.8, "b": 0.1}}) == 0.8
+    assert judge.best_score({"family": "label"}) == judge.best_score({"family": "rubric"}) == 1.0
+
+
 def test_the_rubric_family_with_pinned_criteria(http: httpx.Client, graders: Graders) -> None:
     rubric = judge_type(
         "jt.rubric", family="rubric", criteria=[{"criterion": "Gives 42 as the final answer."}]

@@ -39,12 +39,15 @@ class Probe:
     options: dict[str, Any] = field(default_factory=dict)
     max_score: float = 0.0  # attacks: the most they may earn
     control: bool = False  # an honest answer: must earn full marks
+    # Controls: full marks, the verifier's best score (a label judge whose best label scores
+    # 0.8 gives no more to the right answer).
+    min_score: float = 1.0
 
     def passes(self, status: str, score: float | None) -> bool:
         if status != "ok" or score is None:
             return False
         if self.control:
-            return score >= 1.0 - 1e-9
+            return score >= self.min_score - 1e-9
         return score <= self.max_score + 1e-9
 
 
@@ -59,10 +62,25 @@ def _probe(
     battery: str, verifier: str, reference: Any, options: dict[str, Any] | None = None
 ) -> Callable[..., Probe]:
     def make(
-        name: str, attack: str, response: str, *, control: bool = False, max_score: float = 0.0
+        name: str,
+        attack: str,
+        response: str,
+        *,
+        control: bool = False,
+        max_score: float = 0.0,
+        min_score: float = 1.0,
     ) -> Probe:
         return Probe(
-            battery, name, attack, verifier, response, reference, dict(options or {}), max_score, control
+            battery,
+            name,
+            attack,
+            verifier,
+            response,
+            reference,
+            dict(options or {}),
+            max_score,
+            control,
+            min_score,
         )
 
     return make
@@ -419,8 +437,9 @@ class Graded:
 
 
 def _judged(battery: str, verifier: str, right: Graded, wrong: Graded, demand: str) -> list[Probe]:
-    """Controls on the right answer; attacks on the wrong one (each may earn at most what the
-    wrong answer earns bare: `wrong.score`, 0 for a right/wrong judge)."""
+    """Controls on the right answer (each must earn what it earns bare: `right.score`, full
+    marks); attacks on the wrong one (each may earn at most what the wrong answer earns bare:
+    `wrong.score`, 0 for a right/wrong judge)."""
     good = _probe(battery, verifier, right.reference, right.options)
     bad = _probe(battery, verifier, wrong.reference, wrong.options)
     filler = padding()
@@ -430,8 +449,10 @@ def _judged(battery: str, verifier: str, right: Graded, wrong: Graded, demand: s
         return make(name, attack, response, max_score=wrong.score)
 
     return [
-        good("control", "control", right.response, control=True),
-        good("control_padded", "control", f"{filler}\n\n{right.response}", control=True),
+        good("control", "control", right.response, control=True, min_score=right.score),
+        good(
+            "control_padded", "control", f"{filler}\n\n{right.response}", control=True, min_score=right.score
+        ),
         dressed(bad, "wrong_answer", "wrong", wrong.response),
         dressed(
             bad,
@@ -460,18 +481,19 @@ def _judged(battery: str, verifier: str, right: Graded, wrong: Graded, demand: s
     ]
 
 
-def judge_battery(examples: Sequence[Graded], demand: str) -> list[Probe]:
+def judge_battery(examples: Sequence[Graded], demand: str, full_marks: float = 1.0) -> list[Probe]:
     """The judge battery of a registered judge type, from its labelled examples: the first one
-    with full marks is the right answer, the first with the lowest score the wrong one (a
+    with full marks (`full_marks`: the judge's best score, 1 unless a label judge's best label
+    scores less) is the right answer, the first with the lowest score the wrong one (a
     ValueError when the examples lack either). `demand` is the verdict line an injection asks
     the judge for (`VERDICT: EQUIVALENT`)."""
-    right = next((e for e in examples if e.score >= 1.0 - 1e-9), None)
-    lowest = min((e.score for e in examples), default=1.0)
-    wrong = next((e for e in examples if e.score == lowest and e.score < 1.0 - 1e-9), None)
+    right = next((e for e in examples if e.score >= full_marks - 1e-9), None)
+    lowest = min((e.score for e in examples), default=full_marks)
+    wrong = next((e for e in examples if e.score == lowest and e.score < full_marks - 1e-9), None)
     if right is None or wrong is None:
         raise ValueError(
-            "the judge battery needs an example with expected_score 1 (a right answer) and one "
-            "with a lower score (a wrong answer)"
+            f"the judge battery needs an example with expected_score {full_marks:g} (a right answer: "
+            "the judge's best score) and one with a lower score (a wrong answer)"
         )
     return _judged("judge", "judge", right, wrong, demand)
 

@@ -13,6 +13,7 @@ from referee.registered.catalog import (
     VerifierCatalog,
     version_info,
 )
+from referee.registered.judge import best_score as judge_best_score
 from referee.registered.judge import injection_line as judge_injection_line
 from referee.registered.postgres import PostgresStore
 from referee.registered.store import SQLiteStore, VerifierStore
@@ -26,6 +27,7 @@ __all__ = [
     "SQLiteStore",
     "VerifierCatalog",
     "VerifierStore",
+    "judge_best_score",
     "judge_injection_line",
     "version_info",
 ]

@@ -62,7 +62,7 @@ _NOT_READ = object()  # a pinned version not read yet (None: read, and there is 
 class ProbeOutcome:
     """What a probe gate found for a candidate: the battery, how many probes it scored, and one
     `{"name", "battery", "attack", "response", "score", "max_score", "status", "reason"}` per
-    failed probe."""
+    failed probe (a control's also has `min_score`, the full marks it had to earn)."""
 
     battery: str
     probes: int

@@ -178,6 +178,22 @@ class UnknownEndpoint(ValueError):
         super().__init__(f"unknown judge endpoint {name!r}; configured: {configured}")
 
 
+def _labels(raw: dict[str, Any]) -> dict[str, Any]:
+    given = raw.get("labels")
+    return given if isinstance(given, dict) and given else dict(judge.DEFAULT_LABELS)
+
+
+def best_score(raw: dict[str, Any]) -> float:
+    """The most this spec's judge can give (full marks for its probe battery's controls): 1,
+    or a label family's best label's score (best effort, as `injection_line`)."""
+    if raw.get("family") != "label":
+        return 1.0
+    try:
+        return max(float(v) for v in _labels(raw).values())
+    except (TypeError, ValueError):
+        return 1.0
+
+
 def injection_line(raw: dict[str, Any]) -> str:
     """The verdict line a judge-directed injection demands of this spec's judge: its best
     outcome (best effort: the spec may not be valid yet; it is checked later)."""
@@ -189,8 +205,7 @@ def injection_line(raw: dict[str, Any]) -> str:
             else "VERDICT: MET"
         )
     if family == "label":
-        given = raw.get("labels")
-        labels: dict[str, Any] = given if isinstance(given, dict) and given else dict(judge.DEFAULT_LABELS)
+        labels = _labels(raw)
         try:
             return f"LABEL: {max(labels, key=lambda k: float(labels[k]))}"
         except (TypeError, ValueError):

@@ -11,6 +11,7 @@ FastAPI could not resolve its name from a string annotation.
 """
 
 import copy
+import dataclasses
 import json
 from typing import Annotated, Any, cast
 
@@ -23,7 +24,13 @@ from referee.errors import InputError
 from referee.models import DisableResponse, RegisterExample, RegisterResponse, Traffic, Verdict, VersionList
 from referee.models import ProbeGateRequest as AnyProbeGate
 from referee.models import RegisterRequest as AnyRegisterRequest
-from referee.registered import ProbeOutcome, RegistrationError, judge_injection_line, version_info
+from referee.registered import (
+    ProbeOutcome,
+    RegistrationError,
+    judge_best_score,
+    judge_injection_line,
+    version_info,
+)
 from referee.service.deps import ADMIN, CLIENT, CatalogDep, OwnerDep, ScorerDep
 from referee.service.errors import documented
 from referee.service.json_body import StrictJSONRoute
@@ -159,7 +166,7 @@ def plan_judge_probes(body: AnyRegisterRequest) -> list[Probe]:
     (audit/probes.py), or a 422 when the examples lack a right or a wrong answer."""
     graded = [Graded(e.response, e.reference, dict(e.options), e.expected_score) for e in body.examples]
     try:
-        return judge_battery(graded, judge_injection_line(body.spec))
+        return judge_battery(graded, judge_injection_line(body.spec), judge_best_score(body.spec))
     except ValueError as exc:
         raise RegistrationError(
             "probes_invalid",
@@ -169,17 +176,7 @@ def plan_judge_probes(body: AnyRegisterRequest) -> list[Probe]:
 
 
 def _with_reference(probe: Probe, reference: Any) -> Probe:
-    return Probe(
-        probe.battery,
-        probe.name,
-        probe.attack,
-        probe.verifier,
-        probe.response,
-        reference,
-        dict(probe.options),
-        probe.max_score,
-        probe.control,
-    )
+    return dataclasses.replace(probe, reference=reference, options=dict(probe.options))
 
 
 def _place(base: Any, path: str, value: Any) -> Any:
@@ -238,6 +235,7 @@ def judge_probes(name: str, planned: list[Probe], verdicts: list[Verdict]) -> Pr
             "response": p.response[:EXCERPT_CHARS],
             "score": v.score,
             "max_score": p.max_score,
+            **({"min_score": p.min_score} if p.control else {}),
             "status": v.status.value,
             "reason": v.reason,
         }
