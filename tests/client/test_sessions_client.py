@@ -192,3 +192,14 @@ def test_reads_and_deletes_are_resent_as_scoring_is() -> None:
     assert script.calls == 3
     client, script = scripted(closed_early, answer(200, [{"name": "python", "future_field": 1}]))
     assert [e.name for e in client.list_environments()] == ["python"]
+
+
+def test_idle_connections_are_dropped_before_the_service_closes_them() -> None:
+    """A `run` sent on a pooled connection the service closes at that moment is lost and not
+    resent: the clients drop idle connections well before the service's keep-alive ends."""
+    from referee.client._sessions import KEEPALIVE_EXPIRY_S
+    from referee.settings import ServiceSettings
+
+    assert ServiceSettings().keep_alive_s / 2 >= KEEPALIVE_EXPIRY_S
+    with Client("http://referee") as client:
+        assert client._http._transport._pool._keepalive_expiry == KEEPALIVE_EXPIRY_S

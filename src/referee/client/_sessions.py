@@ -65,6 +65,14 @@ class Resend:
         return attempts.after_response(response, sent_at)
 
 
+# An idle pooled connection is dropped well before the service closes it (its `keep_alive_s`,
+# 5 s by default): a request sent on a connection the service is closing at that moment fails
+# with no answer, which a `run` may not resend. A new connection costs a handshake.
+KEEPALIVE_EXPIRY_S = 2.0
+POOL_LIMITS = httpx.Limits(
+    max_connections=64, max_keepalive_connections=16, keepalive_expiry=KEEPALIVE_EXPIRY_S
+)
+
 IDEMPOTENT = Resend(after_sent=True, statuses=RESEND_STATUSES)
 CREATE = Resend(after_sent=False, statuses=frozenset({429, 503}))
 ONCE = Resend(after_sent=False, statuses=frozenset())

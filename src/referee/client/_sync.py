@@ -60,7 +60,7 @@ class Client:
             timeout=timeout,
             headers=c.auth_headers(api_key),
             transport=transport,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            limits=s.POOL_LIMITS,
         )
         self._outage = p.Outage(base_url, self._retry.patience_s)
 
