@@ -297,6 +297,21 @@ def test_a_label_judge_whose_best_label_scores_under_1_registers(
     assert "expected_score 0.8" in refused.json()["detail"][0]["msg"]
 
 
+def test_the_gate_judges_with_the_prompt_the_stored_version_sends(
+    http: httpx.Client, graders: Graders
+) -> None:
+    """The store keeps a spec's keys sorted, so the labels reach the judge in sorted order; the
+    candidate the gate scores lists them the same way, not in the order they were posted."""
+    label = judge_type("jt.order", family="label", labels={"wrong": 0.0, "right": 1.0})
+    r = register(http, label)  # the scripted judge answers the first label listed for a right answer
+    assert r.status_code == 201, r.text
+    assert list(r.json()["version"]["spec"]["labels"]) == ["right", "wrong"]
+    gate = {user for who, user in graders.prompts if who == "strict"}  # the examples' and probes'
+    assert score(http, "jt.order", RIGHT, "42")["score"] == 1.0
+    stored = graders.last("strict")
+    assert "one of these labels: right, wrong" in stored and stored in gate  # the right example's
+
+
 def test_controls_need_the_judges_full_marks() -> None:
     battery = judge_battery([Graded(RIGHT, "42", {}, 0.8), Graded(WRONG, "42", {}, 0.0)], "LABEL: good", 0.8)
     controls = [p for p in battery if p.control]

@@ -8,7 +8,7 @@ them), `extract`, `max_response_chars`.
 
 Registration pins it (`pin`): the template's text itself (system and user messages), the
 model (the endpoint's, when none is named) and every default are written into the stored
-spec, so a stored version is built from its own text alone: `name@2` sends the same prompt to
+spec (its keys sorted, as the store keeps them: the labels' order is the prompt's), so a stored version is built from its own text alone: `name@2` sends the same prompt to
 the same model whatever the built-in templates or the endpoint's configuration become later,
 and its verdict cache keys use `name@2` as the template version. Requests carry no options:
 nothing a caller sends changes how a registered judge judges.
@@ -168,7 +168,9 @@ def pin(raw: dict[str, Any], settings: JudgeSettings) -> dict[str, Any]:
     done = spec.model_copy(
         update={"template": pinned, "model": spec.model or endpoint.model, "scale": scale, "extract": extract}
     )
-    return done.model_dump(mode="json")
+    # In the key order the store keeps (sorted): the labels are listed to the judge in that
+    # order, and the candidate the gate probes must send the prompt the stored version will.
+    return dict(json.loads(json.dumps(done.model_dump(mode="json"), sort_keys=True)))
 
 
 class UnknownEndpoint(ValueError):
