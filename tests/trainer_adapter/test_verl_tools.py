@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("torch", reason="needs the `train` extra: pip install -e '.[train]'")
+pytest.importorskip("PIL", reason="needs the `train` extra: pip install -e '.[train]'")  # verl's tool loop
+pytest.importorskip("trl", reason="needs the `train` extra: pip install -e '.[train]'")  # Qwen's template
 pytest.importorskip(
     "verl",
     reason="needs verl: `make` installs it with the `trainers` extra "
