@@ -156,6 +156,11 @@ async def test_a_lost_session_is_the_models_to_read_and_the_next_call_starts_afr
     assert metrics == {"status": "bad_arguments"} and "code" in str(bad.text)
 
 
+def test_a_misspelt_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="base_ur"):
+        RefereeCodeInterpreterTool({"type": "native", "base_ur": "http://referee:8000"})
+
+
 # --- verl's whole ToolAgentLoop ----------------------------------------------------------------
 
 

@@ -44,9 +44,16 @@ class ServiceConfig:
     time_s: float | None = None  # each call's time (at most the session's call_time_s)
 
     @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> ServiceConfig:
+    def from_mapping(cls, config: Mapping[str, Any], ignore: frozenset[str] = frozenset()) -> ServiceConfig:
+        """From a trainer's configuration; a key neither known nor in `ignore` (the trainer's
+        own, as verl's `type`) is an error: a misspelt `base_url` must not reach the default."""
         known = {name for name in cls.__dataclass_fields__}
-        values = {k: v for k, v in config.items() if k in known}
+        unknown = sorted(set(config) - known - ignore)
+        if unknown:
+            raise ValueError(f"unknown Referee settings {unknown}; known: {sorted(known)}")
+        values = dict(config)
+        for key in ignore:
+            values.pop(key, None)
         if "limits" in values:
             values["limits"] = dict(values["limits"] or {})
         return cls(**values)

@@ -70,7 +70,7 @@ class RefereeCodeInterpreterTool(BaseTool):
     """A `python(code)` tool whose calls run in a Referee session, state kept per trajectory."""
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None) -> None:
-        self.service = ServiceConfig.from_mapping(config)
+        self.service = ServiceConfig.from_mapping(config, ignore=frozenset({"type"}))  # verl's own key
         super().__init__(config, tool_schema)  # type: ignore[arg-type]  # None: get_openai_tool_schema
         self._instances: dict[str, _Holder] = {}
 
