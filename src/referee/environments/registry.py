@@ -161,9 +161,6 @@ class Environments:
             for k in kinds
         ]
 
-    def registered(self) -> list[RegisteredEnvironment]:
-        return [record for record, _ in sorted(self._registered.values(), key=lambda r: r[0].name)]
-
     # ---- episodes -------------------------------------------------------------------------
 
     async def start_episode(
@@ -191,6 +188,7 @@ class Environments:
                     ["verifier"],
                     "a puzzle environment is the game of a built-in `logic.*` checker (their "
                     f"feedback never shows the solution); known: {games}",
+                    "invalid_spec",
                 )
             make = partial(PuzzleKind, self.scorer, body.verifier)
         else:
@@ -208,10 +206,7 @@ class Environments:
         if body.name not in self._registered and len(self._registered) >= MAX_REGISTERED:
             raise _invalid(["name"], f"at most {MAX_REGISTERED} registered environments", "quota_exceeded")
         await self.scorer.prepare([body.verifier])
-        try:
-            self.scorer.resolve(body.verifier)
-        except DomainError as exc:
-            raise _invalid(["verifier"], exc.message) from None
+        self.scorer.resolve(body.verifier)  # UnknownVerifier: 404, as /v1/score answers
         kind = self._build(body)
         references = await self._gate_examples(kind, body.examples, owner)
         passed = await probes(body.verifier, references)

@@ -129,7 +129,3 @@ class RegisteredEnvironment(BaseModel):
     prompt: str
     created_at: float = Field(description="Unix time of the registration")
     probes: int = Field(default=0, description="Probes of the verifier's battery that earned nothing")
-
-
-class RegisteredEnvironmentList(BaseModel):
-    environments: list[RegisteredEnvironment]

@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from referee.environments import Environments
 from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
@@ -124,6 +125,14 @@ class Runtime:
             preload=self.catalog.load,
             admission=self.admission,
         )
+        # Multi-turn environments (/v1/environments): their episodes' tool calls run in code
+        # sessions opened in the episode owner's name; registered ones kept in the registry's
+        # SQLite file (in memory beside a PostgreSQL registry).
+        self.environments = Environments(
+            self.scorer,
+            self.code_sessions,
+            db_path=None if registry.db_url else registry.db_path,
+        )
         self._stack: contextlib.AsyncExitStack | None = None
 
     def _replica_id(self) -> str:
@@ -180,6 +189,9 @@ class Runtime:
         # After the sandbox, so stopped before it: every session closed, its container given back.
         await self.code_sessions.start()
         stack.push_async_callback(self.code_sessions.stop)
+        # After the sessions, so stopped before them: each episode closes its own session.
+        await self.environments.open()
+        stack.push_async_callback(self.environments.close)
         if self.stats is not None:
             # After the sandbox: its instance id, claimed at its start, may name this replica.
             if self.scoped_stats is not None:

@@ -24,6 +24,7 @@ from referee.service.errors import QUOTA_WITHOUT_KEYS, install_error_handlers
 from referee.service.metrics import Metrics
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
+from referee.service.routes_environments import environments_router
 from referee.service.routes_registration import registration_router
 from referee.service.routes_sessions import sessions_router
 from referee.service.routes_stats import stats_router
@@ -61,6 +62,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     ensure_logging(settings.service.log_level, settings.service.log_json)
     metrics = Metrics(runtime.pool, runtime.admission, runtime.judges, runtime.code_sessions)
     runtime.observe(metrics.observe_verdict)
+    metrics.watch_episodes(runtime.environments.episodes.counters)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,6 +80,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     registration = registration_router(runtime.installed)
     api_routers = [router, registration, audits_router, stats_router]
     api_routers.append(sessions_router)
+    api_routers.append(environments_router)
     install_error_handlers(app, api_routers)
     auth = install_auth(app, settings.service, runtime.dashboard.throttle)
     for api_router in api_routers:

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from referee.environments import EpisodeCounters
 from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.scoring import Admission, WorkerPool
@@ -156,6 +157,41 @@ class _SessionCollector(Collector):
         )
 
 
+class _EpisodeCollector(Collector):
+    """Environment episodes (/v1/environments), read at scrape time from the episode table's
+    counters. Turns and tool calls are summed over finished episodes: divided by
+    `referee_episodes_finished`, they are the averages per episode."""
+
+    def __init__(self, counters: EpisodeCounters) -> None:
+        self._counters = counters
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        c = self._counters
+        started = CounterMetricFamily(
+            "referee_episodes_started", "Episodes started, by environment", labels=["environment"]
+        )
+        for name, count in sorted(c.by_environment.items()):
+            started.add_metric([name], count)
+        yield started
+        for name, doc, value in (
+            ("referee_episodes_finished", "Episodes finished (answered, solved or out of turns)", c.finished),
+            ("referee_episodes_expired", "Episodes closed by their idle TTL", c.expired),
+            ("referee_episodes_deleted", "Episodes deleted (DELETE) before they expired", c.deleted),
+            (
+                "referee_episode_turns",
+                "Turns of finished episodes (over episodes_finished: per episode)",
+                c.turns,
+            ),
+            ("referee_episode_tool_calls", "Tool calls of finished episodes (likewise)", c.tool_calls),
+            (
+                "referee_episode_tool_errors",
+                "Tool calls that failed (error, timeout, bad tool)",
+                c.tool_errors,
+            ),
+        ):
+            yield CounterMetricFamily(name, doc, value=value)
+
+
 class Metrics:
     def __init__(
         self,
@@ -212,3 +248,7 @@ class Metrics:
         self.verdict_latency.labels(verifier).observe(verdict.duration_ms / 1000.0)
         if verdict.details.get("fallback") == "judge":  # scoring/fallback.py's mark
             self.judge_fallbacks.labels(fallback_outcome(verdict)).inc()
+
+    def watch_episodes(self, counters: EpisodeCounters) -> None:
+        """Also export the environments' episode counters."""
+        self.registry.register(_EpisodeCollector(counters))
