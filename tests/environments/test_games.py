@@ -11,6 +11,7 @@ import pytest
 
 from referee.environments import Action, Environments, EpisodeDone
 from referee.errors import DomainError, ErrorKind, InputError
+from referee.models import EnvironmentExample, RegisterEnvironmentRequest
 from referee.runtime import Runtime
 from tests.conftest import make_settings
 
@@ -203,3 +204,44 @@ async def test_the_python_task_is_checked_against_its_verifier(runtime: Runtime)
     _, step = await envs.step("python", "a", episode.id, python("set x 1"))
     assert step.done and step.info["out_of_turns"]
     assert (await envs.verify("python", "a", episode.id, None)).score == 0.0
+
+
+async def test_registered_environments_are_read_back_from_the_registry_file(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    db = tmp_path / "registry.db"
+    body = RegisterEnvironmentRequest(
+        name="sudoku.coach",
+        description="three tries",
+        kind="puzzle",
+        verifier="logic.sudoku_4x4",
+        max_turns=3,
+        prompt="Solve: $puzzle",
+        examples=[
+            EnvironmentExample(
+                task={"puzzle": SUDOKU}, response=f"<answer>{SOLVED}</answer>", expected_score=1
+            ),
+            EnvironmentExample(task={"puzzle": SUDOKU}, response="<answer>1</answer>", expected_score=0),
+        ],
+    )
+    seen: list[tuple[str, list[object]]] = []
+
+    async def probes(verifier: str, references: list[object]) -> int:
+        seen.append((verifier, references))
+        return 0
+
+    first = Environments(runtime.scorer, None, db_path=db)
+    await first.register(body, "admin", probes)
+    assert seen == [("logic.sudoku_4x4", [SUDOKU, SUDOKU])]  # the probes get the puzzles
+    again = Environments(runtime.scorer, None, db_path=db)
+    await again.open()
+    kind = again.kind("sudoku.coach")
+    assert kind.max_turns == 3
+    _, reset = await again.start_episode("sudoku.coach", "a", {"puzzle": SUDOKU}, None)
+    assert reset.observation.startswith('Solve: {"size": 4')
+    await again.close()
+    await first.unregister("sudoku.coach")
+    third = Environments(runtime.scorer, None, db_path=db)
+    await third.open()
+    assert "sudoku.coach" not in third.names()
+    await third.close()

@@ -63,6 +63,11 @@ class PuzzleEpisode:
         self.last: Verdict | None = None
         self.solved = False
 
+    @property
+    def reference(self) -> Any:
+        """The puzzle: the reference its checker judges every answer against."""
+        return self.puzzle
+
     async def reset(self, task: Mapping[str, Any] | None, seed: int | None) -> Reset:
         kind = self._kind
         task = dict(task or {})

@@ -242,7 +242,7 @@ class Environments:
                     errors = [{**e, "loc": ["body", "examples", i, *e["loc"][1:]]} for e in exc.errors]
                     raise InputError(errors) from None
                 verdict = await env.verify(example.response)
-                references.append(getattr(env, "reference", None) or getattr(env, "puzzle", None))
+                references.append(getattr(env, "reference", None))  # what the verifier judges against
             finally:
                 await env.close()
             scores.append(verdict.score)
