@@ -162,3 +162,12 @@ async def test_quotas_per_key_and_in_all() -> None:
     with pytest.raises(DomainError) as full:
         await episodes.start(kind, "c", None, None)
     assert full.value.kind is ErrorKind.overloaded
+
+
+async def test_without_keys_only_the_global_cap_holds() -> None:
+    episodes, kind = Episodes(max_episodes=3, max_per_key=1), EchoKind()
+    for _ in range(3):  # open mode: the owner is None, no per-key quota
+        await episodes.start(kind, None, None, None)
+    with pytest.raises(DomainError) as full:
+        await episodes.start(kind, None, None, None)
+    assert full.value.kind is ErrorKind.overloaded

@@ -114,7 +114,9 @@ class Episodes:
                 "every episode slot is taken; retry later",
                 retry_after_s=5,
             )
-        if sum(1 for e in self._episodes.values() if e.owner == owner) >= self.max_per_key:
+        # Without keys (owner None) every caller is the same one: only the global cap holds.
+        held = sum(1 for e in self._episodes.values() if e.owner == owner)
+        if owner is not None and held >= self.max_per_key:
             raise DomainError(
                 ErrorKind.throttled,
                 "episode_quota",
