@@ -135,7 +135,14 @@ class Verifier:
 
     @classmethod
     def validate_options(cls, options: Mapping[str, Any] | None) -> BaseModel:
-        return cls.options_model.model_validate(dict(options or {}))
+        # Strictly, as JSON: options are what `options_schema` says, nothing coerced into them
+        # (`"strip": "yes"` or `0` would otherwise pass as a boolean, which the API's document
+        # does not allow; issue 32). Values JSON cannot hold (a caller in process) read laxly.
+        try:
+            text = json.dumps(dict(options or {}), allow_nan=False)
+        except (TypeError, ValueError):
+            return cls.options_model.model_validate(dict(options or {}))
+        return cls.options_model.model_validate_json(text, strict=True)
 
     @classmethod
     def validate_inputs(cls, reference: Any, options: Any, resources: Resources | None = None) -> None:
