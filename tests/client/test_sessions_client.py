@@ -71,7 +71,7 @@ async def test_the_async_session_and_episode(fake: FakeRollouts) -> None:
         assert py.id not in fake.open_ids()
         episode = await client.start_episode("python", {"prompt": "2+2?", "reference": "4"})
         step = await client.step("python", episode.episode_id, tool_call("python", {"code": "2 + 2"}))
-        assert step.observation == "4" and not step.done
+        assert step.observation == "value: 4" and not step.done
         await client.step("python", episode.episode_id, message("4"))
         assert (await client.verify("python", episode.episode_id)).score == 1.0
         assert await client.end_episode("python", episode.episode_id)
@@ -85,7 +85,7 @@ def test_an_episode_from_start_to_verdict(fake: FakeRollouts) -> None:
         assert (episode.environment, episode.observation, episode.turn) == ("python", "What is 6*7?", 0)
         assert client.step("python", episode.episode_id, tool_call("python", {"code": "z = 6 * 7"})).turn == 1
         seen = client.step("python", episode.episode_id, tool_call("python", {"code": "print(z)"}))
-        assert seen.observation == "42\n" and not seen.done
+        assert seen.observation == "stdout:\n42\n" and not seen.done
         final = client.step("python", episode.episode_id, message("42"))
         assert final.done
         verdict = client.verify("python", episode.episode_id)

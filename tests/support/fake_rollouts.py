@@ -21,12 +21,14 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from referee.environments.python_env import format_call
 from referee.service.background import free_port
 
 PYTHON_TOOL = {
@@ -275,7 +277,7 @@ class FakeRollouts:
                 else:
                     episode.tool_calls += 1
                     result = self._run(episode.session, action["arguments"].get("code", ""))
-                    observation = result["stdout"] + (result["value"] or "") + (result["error"] or "")
+                    observation = format_call(SimpleNamespace(**result))  # the real environment's text
                     info["status"] = result["status"]
             else:
                 episode.final = action["content"]

@@ -83,7 +83,7 @@ async def test_an_episode_per_sample_rewarded_by_its_verdict(fake: FakeRollouts)
     assert (first["reward"], first["scores"]) == (1.0, 1.0)
     assert second["reward"] == 0.0
     assert first["extra_logs"] == {"referee_tool_calls": 2.0, "referee_verdict_error": 0.0}
-    assert tool_outputs(first) == ["", "42"]  # the second call printed the first call's `x`
+    assert tool_outputs(first) == ["(no output)", "stdout:42"]  # the second call printed the first call's `x`
     assert fake.episodes == {} and fake.sessions == {} and fake.closed == 2
 
 
