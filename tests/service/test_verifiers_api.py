@@ -90,5 +90,8 @@ def test_open_mode_documents_only_the_quotas_that_hold_without_keys(http: httpx.
     assert "401" not in spec["paths"]["/v1/audits"]["post"]["responses"]
     assert "429" in spec["paths"]["/v1/audits"]["post"]["responses"]
     assert all(
-        not key.startswith("x-referee") for ops in spec["paths"].values() for op in ops.values() for key in op
+        key != "x-referee-quota-without-keys"
+        for ops in spec["paths"].values()
+        for op in ops.values()
+        for key in op
     )

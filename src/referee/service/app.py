@@ -22,6 +22,7 @@ from referee.service.body_limit import BodySizeLimit
 from referee.service.deps import serve_runtime
 from referee.service.errors import QUOTA_WITHOUT_KEYS, install_error_handlers
 from referee.service.metrics import Metrics
+from referee.service.openapi_verifiers import document_verifier_requests
 from referee.service.routes import router
 from referee.service.routes_audits import audits_router
 from referee.service.routes_environments import environments_router
@@ -88,6 +89,8 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     # The dashboard (/ui): read-only pages under the same keys, its static files beside them.
     app.include_router(ui_router)
     app.mount("/ui/static", ui_static(), name="ui_static")
+    # Scoring requests per installed verifier: the document as strict as the validators.
+    document_verifier_requests(app, runtime.installed, settings.limits)
     if auth.open:
         _document_open_mode(app)
 
