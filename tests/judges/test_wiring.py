@@ -12,8 +12,9 @@ import httpx
 from referee.judges import ChatReply, ChatRequest, JudgeClients, Message
 from referee.runtime import Runtime
 from referee.service.app import create_app
+from referee.service.metrics import _JudgeCollector
 from tests.conftest import make_settings
-from tests.judges.scripted_server import API_KEY, ChatServer, refused_port
+from tests.judges.scripted_server import API_KEY, ChatServer, clients, refused_port
 
 
 def _settings(tmp_path: Path, endpoints: dict[str, Any] | None = None) -> Any:
@@ -70,6 +71,7 @@ async def test_the_runtime_owns_the_judges_and_the_service_reports_them(tmp_path
     for line in (
         "referee_judge_cache_hits_total 1.0",
         "referee_judge_cache_misses_total 1.0",
+        "referee_judge_cache_hit_ratio 0.5",
         'referee_judge_calls_total{endpoint="local",outcome="ok"} 1.0',
         'referee_judge_calls_total{endpoint="gone",outcome="unreachable"} 1.0',
         'referee_judge_tokens_total{endpoint="local",kind="prompt"} 11.0',
@@ -77,3 +79,14 @@ async def test_the_runtime_owns_the_judges_and_the_service_reports_them(tmp_path
     ):
         assert line in metrics, line
     assert API_KEY not in metrics
+
+
+def test_the_cache_hit_ratio_is_zero_before_any_lookup() -> None:
+    judges = clients({"local": {"url": "http://127.0.0.1:9/v1"}})
+    ratio = [m for m in _JudgeCollector(judges).collect() if m.name == "referee_judge_cache_hit_ratio"]
+    assert ratio[0].samples[0].value == 0.0
+    judges.cache.put("k", 1.0)
+    for key in ("k", "k", "other"):
+        judges.cache.get(key)
+    ratio = [m for m in _JudgeCollector(judges).collect() if m.name == "referee_judge_cache_hit_ratio"]
+    assert ratio[0].samples[0].value == 2 / 3

@@ -83,13 +83,20 @@ class _JudgeCollector(Collector):
     def __init__(self, judges: JudgeClients) -> None:
         self._judges = judges
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         cache = self._judges.cache
         yield CounterMetricFamily(
             "referee_judge_cache_hits", "Judge outcomes found in the verdict cache", value=cache.hits
         )
         yield CounterMetricFamily(
             "referee_judge_cache_misses", "Judge outcomes looked up and not cached", value=cache.misses
+        )
+        # The ratio itself, so a dashboard need not divide two rates (and 0, not NaN, before
+        # the first lookup: an idle replica is not an alert).
+        yield GaugeMetricFamily(
+            "referee_judge_cache_hit_ratio",
+            "Verdict cache hits / lookups since the service started (0 before any lookup)",
+            value=cache.hit_rate() or 0.0,
         )
         for name, doc, label, counts in (
             (
