@@ -266,7 +266,8 @@ def test_the_cli_audits_a_judge_in_process_with_the_endpoints_from_the_environme
         judge = scripted(server)
         result = CliRunner().invoke(
             app,
-            ["audit", "run", "judge_equivalence", str(data), "--out", str(tmp_path), "--workers", "1"],
+            # The spelling, `judge:<family>`: the built-in judge_equivalence.
+            ["audit", "run", "judge:equivalence", str(data), "--out", str(tmp_path), "--workers", "1"],
             env={"REFEREE_JUDGE_ENDPOINTS": json.dumps(endpoints(server))},
         )
     assert result.exit_code == 0, result.output

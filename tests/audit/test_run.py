@@ -110,6 +110,20 @@ def test_verifier_specs() -> None:
         parse_verifier("math + 0.1 * * x")
 
 
+def test_judge_names_in_the_issues_spelling() -> None:
+    for family in ("equivalence", "rubric", "label"):
+        assert parse_verifier(f"judge:{family}") == f"judge_{family}"
+        assert parse_verifier(f"judge:judge_{family}") == f"judge_{family}"
+    assert parse_verifier("judge:grader@2") == "grader@2"  # a registered judge type
+    assert parse_verifier("judge:rubric + 0.1*format.think_answer") == [
+        VerifierComponent(name="judge_rubric", weight=1.0),
+        VerifierComponent(name="format.think_answer", weight=0.1),
+    ]
+    assert parse_verifier("judge_label") == "judge_label"
+    with pytest.raises(ValueError, match="names no judge"):
+        parse_verifier("judge:")
+
+
 async def test_summary_lists_false_positives_first_and_counts_everything() -> None:
     rows = read_rows(_lines(ROWS))
     scorer = _fake(

@@ -26,12 +26,16 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from referee.models import VerifierComponent
+from referee.verifiers import judge
 
 # A verifier as the audit takes it: a name (`math`, `logic.{task}` filled from each row, or a
 # registered `name@N`) or weighted components, as /v1/groups takes them.
 VerifierSpec = str | list[VerifierComponent]
 
 _COMPONENTS = TypeAdapter(list[VerifierComponent])
+# `referee audit run judge:...`: the built-in judge verifiers a `judge:<family>` name picks.
+_JUDGE_PREFIX = "judge:"
+_JUDGE_FAMILIES = frozenset(v.name for v in judge.VERIFIERS)
 _TERM = re.compile(r"^\s*(?:(?P<weight>[-+]?[0-9.]+(?:e[-+]?\d+)?)\s*\*\s*)?(?P<name>[^\s*+]+)\s*$")
 
 
@@ -52,9 +56,24 @@ class LabelledRow:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+def judge_alias(name: str) -> str:
+    """The verifier a `judge:` name stands for (the issue's spelling, `referee audit run
+    judge:...`): `judge:equivalence` and `judge:judge_equivalence` are the built-in
+    `judge_equivalence` (likewise rubric, label, pairwise); `judge:grader@2` is the registered
+    judge type `grader@2`. Any other name is itself."""
+    if not name.startswith(_JUDGE_PREFIX):
+        return name
+    rest = name.removeprefix(_JUDGE_PREFIX).strip()
+    if not rest:
+        raise ValueError("`judge:` names no judge (judge:equivalence, judge:rubric, judge:NAME@N...)")
+    if f"judge_{rest}" in _JUDGE_FAMILIES:
+        return f"judge_{rest}"
+    return rest
+
+
 def parse_verifier(text: str) -> VerifierSpec:
-    """`math`, `name@2`, `logic.{task}`, `math + 0.1*format.think_answer`, or a JSON list of
-    components (`[{"name": "math", "weight": 1.0}]`)."""
+    """`math`, `name@2`, `logic.{task}`, `judge:equivalence`, `math + 0.1*format.think_answer`,
+    or a JSON list of components (`[{"name": "math", "weight": 1.0}]`)."""
     text = text.strip()
     if text.startswith("["):
         try:
@@ -64,14 +83,14 @@ def parse_verifier(text: str) -> VerifierSpec:
     if "+" not in text and "*" not in text:
         if not text:
             raise ValueError("empty verifier name")
-        return text
+        return judge_alias(text)
     components = []
     for term in text.split("+"):
         match = _TERM.match(term)
         if match is None:
             raise ValueError(f"cannot read the term {term.strip()!r} of {text!r} (want WEIGHT*NAME)")
         weight = float(match["weight"]) if match["weight"] else 1.0
-        components.append(VerifierComponent(name=match["name"], weight=weight))
+        components.append(VerifierComponent(name=judge_alias(match["name"]), weight=weight))
     return components
 
 
