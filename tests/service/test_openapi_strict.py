@@ -46,6 +46,23 @@ def _score(server: BackgroundServer, body: dict[str, Any]) -> httpx.Response:
         ({"verifier": "exact", "response": "4", "reference": "4", "options": {"nope": 1}}, False),
         ({"verifier": "format.think_answer", "response": "x", "reference": None}, True),
         ({"verifier": "length.overlong", "response": "x", "options": {}}, False),  # max_length
+        # JSON Schema's integer takes 512.0 (a YAML config's spelling), and so does the service.
+        (
+            {
+                "verifier": "length.overlong",
+                "response": "x",
+                "options": {"max_length": 512.0, "cache_length": 64},
+            },
+            True,
+        ),
+        (
+            {
+                "verifier": "length.overlong",
+                "response": "x",
+                "options": {"max_length": 512.5, "cache_length": 64},
+            },
+            False,
+        ),
     ],
 )
 def test_the_document_and_the_service_agree(

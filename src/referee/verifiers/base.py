@@ -73,6 +73,18 @@ class Resources:
     judges: Judges | None = None
 
 
+def _integral(value: Any) -> Any:
+    """`value` with every integral float an int: JSON Schema's `integer` takes 512.0 (a YAML
+    config's or a JSON encoder's spelling of 512), which strict validation would refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_integral(item) for item in value]
+    return value
+
+
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -139,7 +151,7 @@ class Verifier:
         # (`"strip": "yes"` or `0` would otherwise pass as a boolean, which the API's document
         # does not allow; issue 32). Values JSON cannot hold (a caller in process) read laxly.
         try:
-            text = json.dumps(dict(options or {}), allow_nan=False)
+            text = json.dumps(_integral(dict(options or {})), allow_nan=False)
         except (TypeError, ValueError):
             return cls.options_model.model_validate(dict(options or {}))
         return cls.options_model.model_validate_json(text, strict=True)
