@@ -205,7 +205,14 @@ def test_judge_endpoints_are_json_in_one_variable(monkeypatch: pytest.MonkeyPatc
     [
         ({"url": "ftp://gpu-node/v1", "model": "m"}, "http(s)://host"),
         ({"url": f"http://user:{JUDGE_KEY}@gpu-node/v1", "model": "m"}, "may not carry credentials"),
-        ({"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "api_key_env": "K"}, "not both"),
+        (
+            {"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "api_key_env": "K"},
+            "give one of",
+        ),
+        (
+            {"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "api_key_file": "/k"},
+            "give one of",
+        ),
         ({"url": "http://gpu-node/v1", "api_key": JUDGE_KEY}, "Field required"),
         (
             {"url": "http://gpu-node/v1", "model": "m", "api_key": JUDGE_KEY, "max_concurrency": 0},

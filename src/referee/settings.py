@@ -256,6 +256,10 @@ class JudgeEndpoint(BaseModel):
     # holds it (read when the service starts), so the key need not sit in REFEREE_JUDGE_ENDPOINTS.
     api_key: SecretStr | None = Field(default=None, repr=False)
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # Or a file holding it, as secret stores mount them (Docker and Kubernetes secrets, Vault
+    # agents): read when the clients are built and again when it may have changed (see
+    # referee.judges.client), so a rotated key is picked up without a restart.
+    api_key_file: str | None = Field(default=None, min_length=1, max_length=4096)
     # Requests in flight (servers like vLLM batch concurrent requests; match --max-num-seqs).
     max_concurrency: int = Field(default=16, ge=1, le=4096)
     timeout_s: float = Field(default=60.0, gt=0.0, le=3600.0, description="Per attempt.")
@@ -280,16 +284,30 @@ class JudgeEndpoint(BaseModel):
 
     @model_validator(mode="after")
     def _one_key(self) -> JudgeEndpoint:
-        if self.api_key is not None and self.api_key_env is not None:
-            raise ValueError("give api_key or api_key_env, not both")
+        given = [self.api_key, self.api_key_env, self.api_key_file]
+        if sum(source is not None for source in given) > 1:
+            raise ValueError("give one of api_key, api_key_env, api_key_file")
         return self
 
     def key(self) -> str | None:
-        """The API key: given, or read from `api_key_env` now (None when that is unset)."""
+        """The API key: given, read from `api_key_env` now (None when that is unset), or read
+        from `api_key_file` now, stripped. An unreadable or empty key file raises OSError whose
+        message names the file and why, never its content."""
         if self.api_key is not None:
             return self.api_key.get_secret_value() or None
         if self.api_key_env is not None:
             return os.environ.get(self.api_key_env) or None
+        if self.api_key_file is not None:
+            path = self.api_key_file
+            try:
+                key = Path(path).read_bytes().decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise OSError(f"api_key_file {path}: not UTF-8 text") from None
+            except OSError as exc:
+                raise OSError(f"api_key_file {path}: {exc.strerror or type(exc).__name__}") from None
+            if not key:
+                raise OSError(f"api_key_file {path}: empty")
+            return key
         return None
 
 

@@ -72,9 +72,11 @@ class EndpointHealth:
     state: BreakerState
     retry_in_s: float
     in_flight: int
+    reason: str | None = None  # why calls cannot go (an unreadable key file): never the key
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.state == "closed", **dataclasses.asdict(self)}
+        shown = {k: v for k, v in dataclasses.asdict(self).items() if k != "reason" or v is not None}
+        return {"ok": self.state == "closed" and self.reason is None, **shown}
 
 
 class _Endpoint:
@@ -82,7 +84,10 @@ class _Endpoint:
         self.name = name
         self.config = config
         self.url = f"{config.url}/chat/completions"
-        self.key = config.key()
+        self.key: str | None = None
+        self.key_problem: str | None = None  # the key file cannot be read: why (never the key)
+        self._keys: set[str] = set()  # every key read, scrubbed from what servers say back
+        self.read_key()
         self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_reset_s, clock=clock)
         self.limit = asyncio.Semaphore(config.max_concurrency)
         self.client: httpx.AsyncClient | None = None
@@ -100,9 +105,22 @@ class _Endpoint:
             )
         return self.client
 
+    def read_key(self) -> None:
+        """(Re)read the key. From `api_key_file` this happens when the clients are built, before
+        each call while the file could not be read (the secret may be mounted late), and after
+        a 401/403 (the secret store may have rotated it): a rotated key needs no restart."""
+        try:
+            self.key, self.key_problem = self.config.key(), None
+        except OSError as exc:  # settings.key() words it: the file and why, never its content
+            self.key, self.key_problem = None, str(exc)
+        if self.key:
+            self._keys.add(self.key)
+
     def scrub(self, text: str) -> str:
-        """`text` without the endpoint's key (a server may echo a request's headers)."""
-        return text.replace(self.key, "[api key]") if self.key else text
+        """`text` without the endpoint's keys (a server may echo a request's headers)."""
+        for key in self._keys:
+            text = text.replace(key, "[api key]")
+        return text
 
 
 class _Flight:
@@ -144,6 +162,13 @@ class JudgeClients:
                     variable=endpoint.config.api_key_env,
                     consequence="calls are sent without a key",
                 )
+            if endpoint.key_problem:
+                log.warning(
+                    "judge_api_key_unreadable",
+                    endpoint=endpoint.name,
+                    problem=endpoint.key_problem,
+                    consequence="no call is sent until the file can be read",
+                )
 
     def endpoints(self) -> list[str]:
         return sorted(self._endpoints)
@@ -157,7 +182,11 @@ class JudgeClients:
         it without deciding on it)."""
         return {
             name: EndpointHealth(
-                ep.config.model, ep.breaker.state(), round(ep.breaker.retry_in(), 3), ep.in_flight
+                ep.config.model,
+                ep.breaker.state(),
+                round(ep.breaker.retry_in(), 3),
+                ep.in_flight,
+                None if ep.key_problem is None else f"API key unavailable: {ep.key_problem}",
             ).as_dict()
             for name, ep in sorted(self._endpoints.items())
         }
@@ -239,6 +268,13 @@ class JudgeClients:
         return result
 
     async def _guarded(self, endpoint: _Endpoint, request: ChatRequest) -> ChatReply | ChatFailure:
+        if endpoint.key_problem is not None:
+            endpoint.read_key()
+            if endpoint.key_problem is not None:  # sent without its key, it would only be refused
+                detail = (
+                    f"judge endpoint {endpoint.name!r}: no API key ({endpoint.key_problem}); nothing sent"
+                )
+                return ChatFailure("no_key", detail)
         breaker = endpoint.breaker
         if breaker.opened_at is not None and breaker.retry_in() > 0:  # fail fast, without queueing
             return self._open(endpoint)
@@ -312,6 +348,8 @@ class JudgeClients:
             if status >= 500:
                 kind, problem = "server_error", f"HTTP {status}{server_says(raw)}"
                 continue
+            if status in (401, 403) and endpoint.config.api_key_file is not None:
+                endpoint.read_key()  # the secret store may have rotated it: the next call uses it
             if not 200 <= status < 300:
                 detail = (
                     f"judge endpoint {endpoint.name!r} refused the request: HTTP {status}{server_says(raw)}"

@@ -30,6 +30,7 @@ FailureKind = Literal[
     "refused",  # 4xx other than 429: the request itself is wrong (model name, context length)
     "breaker_open",  # the endpoint failed repeatedly: calls are refused until a trial succeeds
     "bad_reply",  # 2xx whose body is not a chat completion
+    "no_key",  # the endpoint's api_key_file cannot be read: nothing was sent
 ]
 
 
