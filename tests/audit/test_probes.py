@@ -56,7 +56,7 @@ def test_probe(probe: Probe) -> None:
 
 def test_every_builtin_kind_has_a_battery_with_controls_and_the_attacks() -> None:
     kinds = [n for n in INSTALLED.names() if not n.startswith(("length.", "regex"))]
-    assert {"judge_equivalence", "judge_rubric", "judge_label"} <= set(kinds)
+    assert {"judge_equivalence", "judge_rubric", "judge_label", "judge_pairwise"} <= set(kinds)
     assert "code" in kinds and any(k.startswith("logic.") for k in kinds)
     for name in kinds:
         probes = battery(name)

@@ -111,7 +111,7 @@ def test_verifier_specs() -> None:
 
 
 def test_judge_names_in_the_issues_spelling() -> None:
-    for family in ("equivalence", "rubric", "label"):
+    for family in ("equivalence", "rubric", "label", "pairwise"):
         assert parse_verifier(f"judge:{family}") == f"judge_{family}"
         assert parse_verifier(f"judge:judge_{family}") == f"judge_{family}"
     assert parse_verifier("judge:grader@2") == "grader@2"  # a registered judge type

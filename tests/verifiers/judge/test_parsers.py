@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from referee.verifiers.judge import TEMPLATES
 from referee.verifiers.judge.parsers import UnparseableReply, normalise_choice, parse_choice, parse_score
 
 REPLIES = Path(__file__).resolve().parents[2] / "data" / "judges" / "replies.jsonl"
@@ -27,7 +28,12 @@ def _parse(row: dict[str, Any]) -> Any:
 def test_the_recorded_set_covers_the_cases() -> None:
     assert len(ROWS) >= 40
     assert len({r["id"] for r in ROWS}) == len(ROWS)
-    assert {r["format"] for r in ROWS} == {"verdict", "score", "label"}
+    assert {r["format"] for r in ROWS} == {"verdict", "score", "label", "pairwise"}
+    # The pairwise rows are parsed as judge_pairwise parses its replies.
+    pairwise = TEMPLATES["pairwise"].output
+    assert pairwise is not None
+    for row in (r for r in ROWS if r["format"] == "pairwise"):
+        assert (row["key"], row["choices"]) == (pairwise.key, dict(pairwise.choices or {})), row["id"]
     failures = [r for r in ROWS if not r["expect"]["ok"]]
     assert len(failures) >= 15 and any(r["finish_reason"] == "length" for r in failures)
 

@@ -28,8 +28,10 @@ def test_substitution_is_one_pass() -> None:
 
 @pytest.mark.parametrize("template", list(TEMPLATES.values()), ids=list(TEMPLATES))
 def test_each_template_asks_for_lines_its_parser_reads(template: Template) -> None:
-    user = template.render("x", reference="y", criterion="z", labels=("good", "bad"))[1].content
-    assert "{{" not in user and "<<<RESPONSE-" in user
+    pair = ("x", "w") if template.kind == "pairwise" else None
+    user = template.render("x", reference="y", criterion="z", labels=("good", "bad"), pair=pair)[1].content
+    fence = "<<<ANSWER_B-" if pair else "<<<RESPONSE-"
+    assert "{{" not in user and fence in user
     asked = user.rsplit("End your reply with", 1)[1].splitlines()[1:]
     assert asked
     output = template.output
@@ -54,6 +56,7 @@ def test_names_and_versions() -> None:
         "rubric_yes_no@1",
         "rubric_score@1",
         "label@1",
+        "pairwise@1",
     }
     for template in TEMPLATES.values():
         system = template.render("r")[0].content

@@ -1,4 +1,5 @@
-"""Model-graded rewards: `judge_equivalence`, `judge_rubric`, `judge_label` (docs/judges.md).
+"""Model-graded rewards: `judge_equivalence`, `judge_rubric`, `judge_label`, `judge_pairwise`
+(docs/judges.md).
 
 The verifiers build fenced prompts from versioned templates, flag judge-directed injections in
 the response, send a group's calls through the service's judge endpoints (`referee.judges`)
@@ -8,23 +9,29 @@ Judge types registered through the API (`referee.registered.judge`) are these ve
 everything pinned: they use the pieces exported below.
 """
 
+from referee.verifiers.base import Verifier
 from referee.verifiers.judge.options import (
     DEFAULT_LABELS,
     Criterion,
     JudgeOptions,
     LabelOptions,
+    PairwiseOptions,
+    PairwiseReference,
     RubricReference,
     SamplingOptions,
 )
+from referee.verifiers.judge.pairwise import JudgePairwiseVerifier
 from referee.verifiers.judge.templates import TEMPLATES, OutputFormat, Template
+from referee.verifiers.judge.verifiers import VERIFIERS as _FLOW_VERIFIERS
 from referee.verifiers.judge.verifiers import (
-    VERIFIERS,
     JudgeEquivalenceVerifier,
     JudgeLabelVerifier,
     JudgeRubricVerifier,
     JudgeVerifier,
     Prepared,
 )
+
+VERIFIERS: list[type[Verifier]] = [*_FLOW_VERIFIERS, JudgePairwiseVerifier]
 
 __all__ = [
     "DEFAULT_LABELS",
@@ -34,10 +41,13 @@ __all__ = [
     "JudgeEquivalenceVerifier",
     "JudgeLabelVerifier",
     "JudgeOptions",
+    "JudgePairwiseVerifier",
     "JudgeRubricVerifier",
     "JudgeVerifier",
     "LabelOptions",
     "OutputFormat",
+    "PairwiseOptions",
+    "PairwiseReference",
     "Prepared",
     "RubricReference",
     "SamplingOptions",

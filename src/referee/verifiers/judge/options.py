@@ -61,6 +61,15 @@ class RubricOptions(JudgeOptions):
     )
 
 
+class PairwiseOptions(JudgeOptions):
+    template: Literal["pairwise"] = "pairwise"
+    inconsistent: Literal["tie", "mean", "error"] = Field(
+        default="tie",
+        description="When the two orders disagree (position bias): tie = 0.5, mean = the mean of "
+        "the two outcomes, error = an error verdict (masked).",
+    )
+
+
 def _checked_labels(labels: dict[str, float]) -> dict[str, float]:
     if len({normalise_choice(label) for label in labels}) != len(labels):
         raise ValueError("labels must differ in more than case, spaces and hyphens")
@@ -115,3 +124,11 @@ class LabelReference(BaseModel):
     @classmethod
     def _labels(cls, labels: Labels | None) -> Labels | None:
         return None if labels is None else _checked_labels(_valid_labels(labels))
+
+
+class PairwiseReference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    baseline: str = Field(min_length=1, max_length=100_000, description="The answer to compare with.")
+    criterion: str | None = Field(
+        default=None, min_length=1, max_length=4000, description="What makes an answer better."
+    )

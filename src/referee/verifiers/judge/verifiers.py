@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel
 
-from referee.judges import ChatReply, ChatRequest
+from referee.judges import ChatReply, ChatRequest, Message
 from referee.verifiers.base import AsyncVerifier, Check, Resources, Verifier, VerifierError
 from referee.verifiers.judge.calls import Answer, Ask, ask_all, cache_key
 from referee.verifiers.judge.defences import screen
@@ -54,6 +54,27 @@ class Prepared:
     labels: tuple[str, ...] = ()
 
 
+def spent(answers: Sequence[Answer]) -> dict[str, Any]:
+    """What a verdict of several calls cost in all: tokens, and how many the cache answered."""
+    return {
+        "tokens": {
+            "prompt": sum(a.prompt_tokens for a in answers),
+            "completion": sum(a.completion_tokens for a in answers),
+        },
+        "cached": sum(a.cached for a in answers),
+    }
+
+
+class CallTags(NamedTuple):
+    """The calls of a response judged in several: the details' list of them (`key`), each
+    call's own fields there (`each`), its name in a reason, and what marks the failed one."""
+
+    key: str
+    each: list[dict[str, Any]]
+    names: list[str]
+    marks: list[dict[str, Any]]
+
+
 def _cut(text: str, limit: int) -> tuple[str, int]:
     """`text` with its middle replaced by a marker when longer than `limit`; chars cut."""
     if len(text) <= limit:
@@ -61,6 +82,21 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
     keep = limit // 2
     cut = len(text) - 2 * keep
     return f"{text[:keep]}\n[... {cut} characters cut by the service ...]\n{text[-keep:]}", cut
+
+
+def structured_reference(reference: Any, model: type[BaseModel], needs: str | None = None) -> Any | None:
+    """`model` read from JSON text of an object with only its fields (`needs` among them), as
+    verl's datasets store structured references; None for any other reference (a gold answer
+    that merely reads like JSON stays a string)."""
+    if not (isinstance(reference, str) and reference.lstrip().startswith("{")):
+        return None
+    try:
+        decoded = json.loads(reference)
+    except ValueError:
+        return None
+    if not isinstance(decoded, dict) or not decoded or not decoded.keys() <= set(model.model_fields):
+        return None
+    return model.model_validate(decoded) if needs is None or needs in decoded else None
 
 
 def _parser(output: OutputFormat) -> Callable[[ChatReply], Parsed]:
@@ -84,8 +120,26 @@ class JudgeVerifier(AsyncVerifier):
     # `max_concurrency` though every call of it would have been answered.
     bounds_itself: ClassVar[bool] = True
 
-    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check:
+    def combine(self, answers: Sequence[Answer], prepared: Prepared) -> Check | VerifierError:
         raise NotImplementedError
+
+    def calls(self, text: str, prep: Prepared) -> list[tuple[tuple[Message, ...], dict[str, Any]]]:
+        """The judge calls one (screened) response needs, in order: each one's messages and the
+        parts of its cache key besides the model, template and sampling. One per criterion."""
+        out = []
+        for criterion in prep.criteria:
+            shown = criterion.criterion if criterion else None
+            messages = prep.template.render(
+                text, reference=prep.reference, criterion=shown, labels=prep.labels
+            )
+            parts = {
+                "response": text,
+                "reference": prep.reference,
+                "criterion": shown,
+                "labels": list(prep.labels),
+            }
+            out.append((messages, parts))
+        return out
 
     async def check_group(
         self, responses: Sequence[str], prepared: Any, options: Any, resources: Resources
@@ -112,7 +166,7 @@ class JudgeVerifier(AsyncVerifier):
 
         results: list[Check | VerifierError | None] = []
         asks: list[Ask] = []
-        owners: list[tuple[int, int]] = []  # (response index, criterion index) of each ask
+        owners: list[int] = []  # the response index of each ask
         notes: list[dict[str, Any]] = []
         for i, response in enumerate(responses):
             text = select_answer(response, opts.extract)
@@ -125,28 +179,14 @@ class JudgeVerifier(AsyncVerifier):
             screened = screen(text)
             notes[i] = {**screened.details(), **({"chars_cut": cut} if cut else {})}
             results.append(None)
-            for c, criterion in enumerate(prep.criteria):
-                messages = prep.template.render(
-                    screened.text,
-                    reference=prep.reference,
-                    criterion=criterion.criterion if criterion else None,
-                    labels=prep.labels,
-                )
-                key = cache_key(
-                    model,
-                    prep.template.qualified,
-                    sampling,
-                    response=screened.text,
-                    reference=prep.reference,
-                    criterion=criterion.criterion if criterion else None,
-                    labels=list(prep.labels),
-                )
+            for messages, parts in self.calls(screened.text, prep):
+                key = cache_key(model, prep.template.qualified, sampling, **parts)
                 request = ChatRequest(opts.endpoint, messages, sampling, opts.model)
                 asks.append(Ask(key, request, parse))
-                owners.append((i, c))
+                owners.append(i)
         answers = await ask_all(judges, asks) if asks else []
         per_response: dict[int, list[Answer | VerifierError]] = {}
-        for (i, _), answer in zip(owners, answers, strict=True):
+        for i, answer in zip(owners, answers, strict=True):
             per_response.setdefault(i, []).append(answer)
         out: list[Check | VerifierError] = []
         for i, result in enumerate(results):
@@ -160,6 +200,10 @@ class JudgeVerifier(AsyncVerifier):
                 out.append(self._failure(failed[0], failed[1], prep, got, asked_here))
                 continue
             check = self.combine([a for a in got if isinstance(a, Answer)], prep)
+            if isinstance(check, VerifierError):
+                where = {**asked, "judge_model": model, **notes[i]}
+                out.append(VerifierError(*check.args, details={**where, **check.details}))
+                continue
             out.append(
                 Check(
                     check.score,
@@ -168,6 +212,19 @@ class JudgeVerifier(AsyncVerifier):
                 )
             )
         return out
+
+    def call_tags(self, prep: Prepared) -> CallTags | None:
+        """How the error verdict of a response judged in several calls names them (a rubric's
+        criteria); None for one call."""
+        criteria = [c for c in prep.criteria if c is not None]
+        if not criteria:
+            return None
+        return CallTags(
+            "criteria",
+            [{"criterion": c.criterion[:CRITERION_SHOWN], "weight": c.weight} for c in criteria],
+            [f"criterion {i + 1} ({c.criterion[:60]!r})" for i, c in enumerate(criteria)],
+            [{"criterion": i + 1} for i in range(len(criteria))],
+        )
 
     def _failure(
         self,
@@ -180,19 +237,17 @@ class JudgeVerifier(AsyncVerifier):
         """The error verdict of a response whose call `index` failed, with details: the kind
         (`judge_error`), endpoint, model, template, and what each call cost (a rubric's other
         criteria were answered, and an unparseable reply spent tokens too)."""
-        criterion = prep.criteria[index]
-        if criterion is None:
+        tags = self.call_tags(prep)
+        if tags is None:
             return VerifierError(*error.args, details={**asked, **error.details})
         calls = [
-            {"criterion": c.criterion[:CRITERION_SHOWN], "weight": c.weight}
-            | (a.details() if isinstance(a, Answer) else a.details)
-            for c, a in zip((c for c in prep.criteria if c is not None), got, strict=True)
+            tag | (a.details() if isinstance(a, Answer) else a.details)
+            for tag, a in zip(tags.each, got, strict=True)
         ]
         head = {k: v for k, v in error.details.items() if k in ("judge_error", "attempts")}
-        shown = criterion.criterion[:60]
         return VerifierError(
-            f"criterion {index + 1} ({shown!r}): {error}",
-            details={**asked, **head, "criterion": index + 1, "criteria": calls},
+            f"{tags.names[index]}: {error}",
+            details={**asked, **head, **tags.marks[index], tags.key: calls},
         )
 
 
@@ -267,11 +322,7 @@ class JudgeRubricVerifier(JudgeVerifier):
             reason,
             {
                 "criteria": per_criterion,
-                "tokens": {
-                    "prompt": sum(a.prompt_tokens for a in answers),
-                    "completion": sum(a.completion_tokens for a in answers),
-                },
-                "cached": sum(a.cached for a in answers),
+                **spent(answers),
             },
         )
 
@@ -297,16 +348,9 @@ class JudgeLabelVerifier(JudgeVerifier):
 
     @classmethod
     def validate_reference(cls, reference: Any) -> Any:
-        """A `{"reference", "labels"}` object stored as JSON text (as verl's datasets keep
-        structured references) is that object, not a gold answer that reads like JSON."""
-        if isinstance(reference, str) and reference.lstrip().startswith("{"):
-            try:
-                decoded = json.loads(reference)
-            except ValueError:
-                decoded = None
-            if isinstance(decoded, dict) and decoded and decoded.keys() <= {"reference", "labels"}:
-                return LabelReference.model_validate(decoded)
-        return super().validate_reference(reference)
+        """A `{"reference", "labels"}` object stored as JSON text is that object."""
+        structured = structured_reference(reference, LabelReference)
+        return structured if structured is not None else super().validate_reference(reference)
 
     def prepare(self, reference: Any, options: Any) -> Prepared:
         ref = reference if isinstance(reference, LabelReference) else LabelReference(reference=str(reference))
