@@ -86,6 +86,10 @@ def test_bodies_are_strict_and_tasks_checked(service: BackgroundServer) -> None:
         answer = call(service, "POST", f"{BASE}/{episode}/step", json={"action": action})
         assert answer.status_code == 422, action
     assert call(service, "POST", BASE, json={"seed": -1}).status_code == 422
+    # A seed is a JSON integer: not a boolean or a string, which lax parsing would read as one.
+    for seed in (False, True, "3", 2.5):
+        assert call(service, "POST", BASE, json={"seed": seed}).status_code == 422, seed
+    assert call(service, "POST", BASE, json={"seed": 3.0}).status_code == 201  # JSON Schema's integer
     assert call(service, "POST", BASE, json={"task": {"puzzle": SUDOKU}, "other": 1}).status_code == 422
     zebra = call(service, "POST", "/v1/environments/logic.zebra/episodes", json={"seed": 1})
     assert zebra.status_code == 422 and "no puzzle generator" in zebra.json()["message"]

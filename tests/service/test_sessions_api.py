@@ -184,6 +184,9 @@ async def test_a_busy_session_queues_then_refuses_409(tmp_path: Path) -> None:
         ({"files": {"../x": "y"}}, "files"),
         ({"files": {"a": 1}}, "files"),
         ({"idle_ttl_s": 0}, "idle_ttl_s"),
+        ({"idle_ttl_s": "60"}, "idle_ttl_s"),  # JSON numbers only, never text or booleans
+        ({"limits": {"memory_mb": True}}, "memory_mb"),
+        ({"limits": {"call_time_s": False}}, "call_time_s"),
         ({"extra": True}, "extra"),
     ],
 )

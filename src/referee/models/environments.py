@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from referee.models.common import JSONObject, StrictModel
+from referee.models.common import JSONFloat, JSONInt, JSONObject, StrictModel
 from referee.models.verifiers import REGISTERED_NAME_PATTERN
 
 MAX_ACTION_CHARS = 1_000_000
@@ -33,7 +33,7 @@ class EpisodeRequest(StrictModel):
             "`logic.*` games: {puzzle, prompt?, options?} (or none, with a seed)."
         ),
     )
-    seed: int | None = Field(
+    seed: JSONInt | None = Field(
         default=None,
         ge=0,
         le=2**63 - 1,
@@ -91,7 +91,7 @@ class EnvironmentExample(StrictModel):
 
     task: JSONObject
     response: str = Field(max_length=100_000)
-    expected_score: float = Field(allow_inf_nan=False)
+    expected_score: JSONFloat = Field(allow_inf_nan=False)
 
 
 class RegisterEnvironmentRequest(StrictModel):
@@ -105,7 +105,7 @@ class RegisterEnvironmentRequest(StrictModel):
         max_length=200,
         description="What judges the answer: a built-in verifier or an active registered type (`puzzle`: a `logic.*` one)",
     )
-    max_turns: int = Field(default=8, ge=1, le=MAX_TURNS_CAP)
+    max_turns: JSONInt = Field(default=8, ge=1, le=MAX_TURNS_CAP)
     prompt: str = Field(
         default="",
         max_length=20_000,

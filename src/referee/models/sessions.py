@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from referee.models.common import StrictModel
+from referee.models.common import JSONFloat, JSONInt, StrictModel
 
 # How a call ended: `ok` and `error` (an exception in the code) keep the kernel's state; the
 # others cost it (the next call starts in a fresh kernel; `restarted` says so). The sandbox's
@@ -40,12 +40,12 @@ SessionFiles = Annotated[
 class SessionLimitsRequest(StrictModel):
     """Each optional: unset, the sandbox's session default; above the configured cap, the cap."""
 
-    call_time_s: float | None = Field(default=None, gt=0, le=86_400, description="Wall time of one call.")
-    session_cpu_s: float | None = Field(
+    call_time_s: JSONFloat | None = Field(default=None, gt=0, le=86_400, description="Wall time of one call.")
+    session_cpu_s: JSONFloat | None = Field(
         default=None, gt=0, le=7 * 86_400, description="CPU time over the session's life."
     )
-    memory_mb: int | None = Field(default=None, gt=0, le=1 << 20, description="The kernel's memory.")
-    output_bytes: int | None = Field(
+    memory_mb: JSONInt | None = Field(default=None, gt=0, le=1 << 20, description="The kernel's memory.")
+    output_bytes: JSONInt | None = Field(
         default=None, gt=0, le=1 << 30, description="stdout and stderr kept per call, each."
     )
 
@@ -68,7 +68,7 @@ class SessionOpenRequest(StrictModel):
         description="Text files placed in the work dir before the first call: relative path -> "
         "content (8 MiB in all at most).",
     )
-    idle_ttl_s: float | None = Field(
+    idle_ttl_s: JSONFloat | None = Field(
         default=None,
         gt=0,
         le=7 * 86_400,
@@ -87,7 +87,7 @@ class SessionCreated(StrictModel):
 
 class SessionRunRequest(StrictModel):
     code: str = Field(description="Python source; the value of its last expression is returned.")
-    time_s: float | None = Field(
+    time_s: JSONFloat | None = Field(
         default=None,
         gt=0,
         le=86_400,
