@@ -182,3 +182,20 @@ def test_metrics_count_episodes_turns_and_tool_errors(service: BackgroundServer)
     assert lines["referee_episodes_finished_total"] >= 1
     assert lines["referee_episode_tool_errors_total"] >= 1
     assert lines["referee_episode_turns_total"] >= lines["referee_episodes_finished_total"]
+
+
+def test_the_dashboard_shows_episodes_and_their_cost(service: BackgroundServer) -> None:
+    episode = call(service, "POST", BASE, json={"seed": 11}).json()["episode_id"]
+    tool = {"action": {"type": "tool_call", "name": "python", "arguments": {}}}
+    call(service, "POST", f"{BASE}/{episode}/step", json=tool)  # a tool error
+    open_one = call(service, "POST", BASE, json={"seed": 12}).json()["episode_id"]
+    with httpx.Client(base_url=service.url, timeout=30) as browser:
+        login = browser.post("/ui/login", data={"key": ADMIN}, headers={"Origin": service.url})
+        assert login.status_code in (200, 303), login.text
+        page = browser.get("/ui").text
+    assert 'id="health-episodes">' in page
+    card = page.split('id="health-episodes">', 1)[1].split("</div>", 1)[0]
+    assert "environment episodes open" in card and "tool calls" in card and "tool errors" in card
+    open_now = int(card.split("<", 1)[0])
+    assert open_now >= 1
+    call(service, "DELETE", f"{BASE}/{open_one}")

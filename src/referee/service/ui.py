@@ -48,6 +48,7 @@ from referee.service.ui_data import (
     RANGES,
     audit_rows,
     chosen_range,
+    episode_figures,
     overview,
     prompt_view,
     session_figures,
@@ -216,6 +217,7 @@ async def _overview(
     return overview(stats, viewer.owner, health, window, snapshot) | {
         "role": viewer.role,
         "sessions": sessions,
+        "episodes": episode_figures(runtime.environments.episodes),
     }
 
 

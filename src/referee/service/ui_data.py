@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from referee.audit import AuditReport
+from referee.environments import Episodes
 from referee.models import HealthPage, PromptFilter, ReplicaStat, Traffic, VerifierStat, VerifierStatsPage
 from referee.registered import VerifierCatalog
 from referee.service.routes_audits import AuditJob
@@ -162,6 +163,25 @@ def session_figures(sessions: CodeSessions) -> dict[str, int] | None:
         "lost": c.lost,
         "calls": sum(c.calls.values()),
         "restarts": c.restarts,
+    }
+
+
+def episode_figures(episodes: Episodes) -> dict[str, Any]:
+    """The health panel's environment card (this replica's): episodes open and ended, and per
+    finished episode its turns and tool calls (what a multi-turn rollout costs), tool errors."""
+    c = episodes.counters
+
+    def per_episode(total: int) -> str:
+        return f"{total / c.finished:.1f}" if c.finished else "–"
+
+    return {
+        "open": len(episodes),
+        "started": c.started,
+        "finished": c.finished,
+        "expired": c.expired,
+        "turns_per_episode": per_episode(c.turns),
+        "tool_calls_per_episode": per_episode(c.tool_calls),
+        "tool_errors": c.tool_errors,
     }
 
 
