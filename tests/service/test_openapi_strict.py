@@ -104,3 +104,25 @@ def test_request_limits_are_stated(document: dict[str, Any]) -> None:
     schemas = document["components"]["schemas"]
     assert schemas["BatchScoreRequest"]["properties"]["items"]["maxItems"] == 1024
     assert schemas["GroupsRequest"]["properties"]["groups"]["maxItems"] == 256
+
+
+def test_bounds_are_written_as_json_schema_keywords(document: dict[str, Any]) -> None:
+    """pydantic writes a field's bounds as `gt`/`ge`/`lt`/`le` (no JSON Schema keyword: nothing
+    checks them, so out-of-bounds values look schema-valid) when a validator wraps an optional
+    type; every bound must be minimum/maximum/exclusive*."""
+    misspelt: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("integer", "number"):
+                misspelt.extend(f"{path}.{k}" for k in ("gt", "ge", "lt", "le") if k in node)
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(document["components"]["schemas"], "schemas")
+    assert misspelt == []
+    seed = document["components"]["schemas"]["EpisodeRequest"]["properties"]["seed"]["anyOf"][0]
+    assert seed["minimum"] == 0

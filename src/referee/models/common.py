@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 JSONObject = dict[str, Any]
 
 
-def _json_number(value: Any) -> Any:
+def _json_number(cls: type, value: Any) -> Any:
     """A number as JSON says it: pydantic's lax mode would read `true` as 1 and "3" as 3,
     which the document (type integer/number) does not allow and a client never means."""
     if isinstance(value, bool | str):
@@ -17,10 +17,12 @@ def _json_number(value: Any) -> Any:
     return value
 
 
-# Integers and numbers of request bodies: a JSON number only (an integral float such as 3.0 is
-# an integer, as JSON Schema says), never a boolean or a string.
-JSONInt = Annotated[int, BeforeValidator(_json_number)]
-JSONFloat = Annotated[float, BeforeValidator(_json_number)]
+def json_numbers(*fields: str) -> Any:
+    """A class attribute that makes the named int/float fields of a request body take JSON
+    numbers only (an integral float such as 3.0 is still an integer, as JSON Schema says). A
+    validator of the model, not of the type: an annotated type would lose its bounds
+    (`minimum`, `exclusiveMinimum`) from the OpenAPI document once it is made optional."""
+    return field_validator(*fields, mode="before")(_json_number)
 
 
 class StrictModel(BaseModel):

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from referee.models.common import JSONFloat, JSONInt, JSONObject, StrictModel
+from referee.models.common import JSONObject, StrictModel, json_numbers
 from referee.models.verifiers import REGISTERED_NAME_PATTERN
 
 MAX_ACTION_CHARS = 1_000_000
@@ -33,12 +33,14 @@ class EpisodeRequest(StrictModel):
             "`logic.*` games: {puzzle, prompt?, options?} (or none, with a seed)."
         ),
     )
-    seed: JSONInt | None = Field(
+    seed: int | None = Field(
         default=None,
         ge=0,
         le=2**63 - 1,
         description="Makes the puzzle of the games that have a generator (instead of a task).",
     )
+
+    _numbers = json_numbers("seed")
 
 
 class EpisodeStarted(BaseModel):
@@ -91,7 +93,9 @@ class EnvironmentExample(StrictModel):
 
     task: JSONObject
     response: str = Field(max_length=100_000)
-    expected_score: JSONFloat = Field(allow_inf_nan=False)
+    expected_score: float = Field(allow_inf_nan=False)
+
+    _numbers = json_numbers("expected_score")
 
 
 class RegisterEnvironmentRequest(StrictModel):
@@ -105,7 +109,7 @@ class RegisterEnvironmentRequest(StrictModel):
         max_length=200,
         description="What judges the answer: a built-in verifier or an active registered type (`puzzle`: a `logic.*` one)",
     )
-    max_turns: JSONInt = Field(default=8, ge=1, le=MAX_TURNS_CAP)
+    max_turns: int = Field(default=8, ge=1, le=MAX_TURNS_CAP)
     prompt: str = Field(
         default="",
         max_length=20_000,
@@ -118,6 +122,8 @@ class RegisterEnvironmentRequest(StrictModel):
         description="Scored through the environment before it is stored: each must reproduce its "
         "expected_score; at least one must score 1 and one 0",
     )
+
+    _numbers = json_numbers("max_turns")
 
 
 class RegisteredEnvironment(BaseModel):

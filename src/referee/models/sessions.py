@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from referee.models.common import JSONFloat, JSONInt, StrictModel
+from referee.models.common import StrictModel, json_numbers
 
 # How a call ended: `ok` and `error` (an exception in the code) keep the kernel's state; the
 # others cost it (the next call starts in a fresh kernel; `restarted` says so). The sandbox's
@@ -40,14 +40,16 @@ SessionFiles = Annotated[
 class SessionLimitsRequest(StrictModel):
     """Each optional: unset, the sandbox's session default; above the configured cap, the cap."""
 
-    call_time_s: JSONFloat | None = Field(default=None, gt=0, le=86_400, description="Wall time of one call.")
-    session_cpu_s: JSONFloat | None = Field(
+    call_time_s: float | None = Field(default=None, gt=0, le=86_400, description="Wall time of one call.")
+    session_cpu_s: float | None = Field(
         default=None, gt=0, le=7 * 86_400, description="CPU time over the session's life."
     )
-    memory_mb: JSONInt | None = Field(default=None, gt=0, le=1 << 20, description="The kernel's memory.")
-    output_bytes: JSONInt | None = Field(
+    memory_mb: int | None = Field(default=None, gt=0, le=1 << 20, description="The kernel's memory.")
+    output_bytes: int | None = Field(
         default=None, gt=0, le=1 << 30, description="stdout and stderr kept per call, each."
     )
+
+    _numbers = json_numbers("call_time_s", "session_cpu_s", "memory_mb", "output_bytes")
 
 
 class SessionLimitsInfo(StrictModel):
@@ -68,12 +70,14 @@ class SessionOpenRequest(StrictModel):
         description="Text files placed in the work dir before the first call: relative path -> "
         "content (8 MiB in all at most).",
     )
-    idle_ttl_s: JSONFloat | None = Field(
+    idle_ttl_s: float | None = Field(
         default=None,
         gt=0,
         le=7 * 86_400,
         description="Close the session after this long unused (default and cap: the service's).",
     )
+
+    _numbers = json_numbers("idle_ttl_s")
 
 
 class SessionCreated(StrictModel):
@@ -87,12 +91,14 @@ class SessionCreated(StrictModel):
 
 class SessionRunRequest(StrictModel):
     code: str = Field(description="Python source; the value of its last expression is returned.")
-    time_s: JSONFloat | None = Field(
+    time_s: float | None = Field(
         default=None,
         gt=0,
         le=86_400,
         description="This call's wall time (at most the session's call_time_s).",
     )
+
+    _numbers = json_numbers("time_s")
 
 
 class SessionRunResult(StrictModel):
