@@ -440,19 +440,23 @@ class SandboxPool:
         state: dict[str, bool],
     ) -> bool:
         """Run the pending tests in one container. True when every test got a result."""
-        lim = job.limits
-        # A container keeps the limit of its last program: set it whenever it differs.
-        memory_mb = self.settings.container_memory_mb(lim.memory_mb)
-        if container.memory_mb != memory_mb:
-            mem = f"{memory_mb}m"
-            try:
-                await self._call(
-                    self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
-                )
-            except Exception as exc:  # gone (404), or the engine unreachable: nothing ran in it
-                raise StreamLost(f"cannot set the container's memory limit: {exc}"[:300]) from exc
-            container.memory_mb = memory_mb
+        await self._fit_memory(container, job.limits.memory_mb)
         return await run_tests(container, job, pending, result, state)
+
+    async def _fit_memory(self, container: SandboxContainer, memory_limit_mb: int) -> None:
+        """A container keeps the limit of its last program or session: set it whenever it
+        differs. StreamLost when it cannot be set (nothing has run in it yet)."""
+        memory_mb = self.settings.container_memory_mb(memory_limit_mb)
+        if container.memory_mb == memory_mb:
+            return
+        mem = f"{memory_mb}m"
+        try:
+            await self._call(
+                self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
+            )
+        except Exception as exc:  # gone (404), or the engine unreachable
+            raise StreamLost(f"cannot set the container's memory limit: {exc}"[:300]) from exc
+        container.memory_mb = memory_mb
 
     # -- code sessions ---------------------------------------------------------------------------
 
@@ -475,13 +479,7 @@ class SandboxPool:
         self._changed.set()  # the maintainer replaces it in the warm set
         session = SandboxSession(container, spec, self._end_session)
         try:
-            memory_mb = self.settings.container_memory_mb(spec.limits.memory_mb)
-            if container.memory_mb != memory_mb:
-                mem = f"{memory_mb}m"
-                await self._call(
-                    self._client.api.update_container, container.id, mem_limit=mem, memswap_limit=mem
-                )
-                container.memory_mb = memory_mb
+            await self._fit_memory(container, spec.limits.memory_mb)
             await session.open(self.settings.start_timeout_s)
         except BaseException as exc:
             self._sessions -= 1
