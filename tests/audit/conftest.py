@@ -14,9 +14,9 @@ import pytest
 from referee.audit import ScoreGroups, in_process
 from referee.sandbox.image import build_image
 from referee.settings import Settings
-from tests.sandbox.helpers import make_sandbox_settings
+from tests.sandbox.helpers import make_sandbox_settings, run_instance
 
-AUDIT_INSTANCE = "pytest-audit"
+AUDIT_INSTANCE = run_instance("pytest-audit")
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from referee.runtime import Runtime
 from referee.sandbox.image import build_image
 from referee.service.app import create_app
 from tests.conftest import make_settings
-from tests.sandbox.helpers import make_sandbox_settings
+from tests.sandbox.helpers import make_sandbox_settings, run_instance
 
 pytestmark = pytest.mark.docker
 
@@ -36,7 +36,7 @@ async def http(sandbox_image: str, tmp_path: Path) -> AsyncIterator[tuple[httpx.
         db_path=tmp_path / "referee.db",
         api_keys=[KEY_A, KEY_B],
         sandbox=True,
-        sandbox_instance="pytest-environments",
+        sandbox_instance=run_instance("pytest-environments"),
         sandbox_pool_size=1,
         sandbox_max_parallel=1,
     )

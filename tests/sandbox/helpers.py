@@ -11,7 +11,17 @@ from referee.sandbox.in_container.supervisor import CANDIDATE_UID_BASE
 from referee.sandbox.settings import SandboxSettings
 from tests.data import devset
 
-TEST_INSTANCE = "pytest"
+# Sandbox instances are per test run (the pid): a pool removes its instance's containers when it
+# starts, so two runs on one engine (a developer's and CI's) must never share a name.
+RUN_SUFFIX = f"-run{os.getpid()}"
+
+
+def run_instance(name: str) -> str:
+    """`name`, made this test run's own (see RUN_SUFFIX)."""
+    return name + RUN_SUFFIX
+
+
+TEST_INSTANCE = run_instance("pytest")
 
 
 def load_code_rows() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -53,9 +63,11 @@ def sandbox_uid_processes() -> dict[int, str]:
     return found
 
 
-def labelled_containers() -> list[str]:
+def labelled_containers(*, every_run: bool = False) -> list[str]:
+    """This run's sandbox containers (every_run: any run's, e.g. a parallel developer's run)."""
     client = docker_client()
     try:
-        return [c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})]
+        found = client.api.containers(all=True, filters={"label": LABEL})
+        return [c["Id"] for c in found if every_run or str(c["Labels"].get(LABEL, "")).endswith(RUN_SUFFIX)]
     finally:
         client.close()

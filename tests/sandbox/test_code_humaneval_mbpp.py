@@ -17,7 +17,7 @@ from referee.sandbox.pool import SandboxPool
 from referee.verifiers import Resources
 from referee.verifiers.base import Check
 from referee.verifiers.code import CodeOptions, CodeVerifier
-from tests.sandbox.helpers import docker_client, make_sandbox_settings
+from tests.sandbox.helpers import docker_client, make_sandbox_settings, run_instance
 
 pytestmark = pytest.mark.docker
 
@@ -58,7 +58,7 @@ async def test_a_burst_never_grows_the_pool_past_its_bound(sandbox_image: str, e
     """pool_size 2, one running at a time, 8 submissions at once: never more than 2 containers
     (the pool's count, sampled all along, and the engine's labelled containers), and every
     submission gets its verdict. Before the fix each waiting submission started one more."""
-    instance = "pytest-burst"
+    instance = run_instance("pytest-burst")
     pool = SandboxPool(make_sandbox_settings(instance=instance, pool_size=2, max_parallel=1))
     await pool.start()
     try:

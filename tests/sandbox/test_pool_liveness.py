@@ -26,7 +26,7 @@ from referee.verifiers import Resources
 from referee.verifiers.base import Check
 from referee.verifiers.code import CodeOptions, CodeVerifier
 from tests.conftest import make_settings
-from tests.sandbox.helpers import make_sandbox_settings, sandbox_uid_processes
+from tests.sandbox.helpers import make_sandbox_settings, run_instance, sandbox_uid_processes
 from tests.timing import wait_until, wait_until_async, within
 
 pytestmark = pytest.mark.docker
@@ -114,7 +114,8 @@ def test_the_event_listener_reconnects_and_stops(sandbox_image: str) -> None:
     """The engine cannot be reached at first, then the listener's stream is cut (as an engine
     restart cuts it): it subscribes again each time and still reports deaths; `stop()` ends its
     thread at once."""
-    settings = make_sandbox_settings(instance="pytest-events")
+    instance = run_instance("pytest-events")
+    settings = make_sandbox_settings(instance=instance)
     seen: list[tuple[str, str]] = []
     listed = threading.Event()
     refusals = [ConnectionRefusedError("the engine is restarting")] * 2
@@ -127,7 +128,7 @@ def test_the_event_listener_reconnects_and_stops(sandbox_image: str) -> None:
     async def scenario() -> None:
         events = EngineEvents(
             connect,
-            "pytest-events",
+            instance,
             lambda cid, action: seen.append((cid, action)),
             lambda running, at: listed.set(),
             retry_s=0.5,
@@ -148,7 +149,7 @@ def test_the_event_listener_reconnects_and_stops(sandbox_image: str) -> None:
                 image_ref(settings),
                 command=["sleep", "60"],
                 entrypoint=[],
-                labels={LABEL: "pytest-events"},
+                labels={LABEL: instance},
             )["Id"]
             client.api.start(cid)
             client.api.kill(cid)

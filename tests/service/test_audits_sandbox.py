@@ -17,6 +17,7 @@ import pytest
 
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
+from tests.sandbox.helpers import run_instance
 from tests.timing import wait_until, within
 
 pytestmark = pytest.mark.docker
@@ -43,7 +44,7 @@ def _as(key: str) -> dict[str, str]:
 def service() -> Iterator[BackgroundServer]:
     settings = make_settings(
         sandbox=True,
-        sandbox_instance="pytest-audit-share",
+        sandbox_instance=run_instance("pytest-audit-share"),
         sandbox_max_parallel=SLOTS,
         sandbox_pool_size=SLOTS,
         sandbox_time_limit_s=1.0,

@@ -19,7 +19,7 @@ from referee.sessions import CodeSessions
 from tests.conftest import make_settings
 from tests.support.fake_sessions import FakeSandbox
 from tests.support.in_process import in_process
-from tests.timing import within
+from tests.timing import wait_until_async, within
 
 KEY_A, KEY_B, ADMIN = "sessions-key-a", "sessions-key-b", "sessions-admin"
 
@@ -154,7 +154,7 @@ async def test_a_lost_container_is_503_with_status_error_then_404(tmp_path: Path
 
 async def test_a_busy_session_queues_then_refuses_409(tmp_path: Path) -> None:
     sandbox = FakeSandbox()
-    async with service(tmp_path, sandbox) as (http, _):
+    async with service(tmp_path, sandbox) as (http, runtime):
         sid = (await http.post("/v1/sessions", json={}, headers=auth(KEY_A))).json()["id"]
         fake = sandbox.sessions[0]
 
@@ -164,8 +164,10 @@ async def test_a_busy_session_queues_then_refuses_409(tmp_path: Path) -> None:
         running = asyncio.create_task(run("wait"))
         await asyncio.wait_for(fake.started.wait(), within(5))
         queued = [asyncio.create_task(run(f"print {i}")) for i in range(4)]
-        for _ in range(20):
-            await asyncio.sleep(0)
+        # Every queued call has reached the table (a fixed number of yields is not enough when
+        # the app's request path hops to a thread on a loaded machine).
+        entry = runtime.code_sessions._entries[sid]
+        await wait_until_async(lambda: entry.active == 5, within(10), what="4 calls queued behind the first")
         busy = await run("print too many")
         assert busy.status_code == 409 and busy.json()["error"] == "session_busy"
         fake.release.set()

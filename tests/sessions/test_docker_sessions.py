@@ -25,7 +25,7 @@ from referee.sandbox import SandboxPool
 from referee.sandbox.hardening import LABEL
 from referee.sandbox.image import build_image
 from tests.conftest import make_settings
-from tests.sandbox.helpers import docker_client, make_sandbox_settings
+from tests.sandbox.helpers import docker_client, make_sandbox_settings, run_instance
 from tests.sandbox.test_reuse import LOOK, PLANT
 from tests.support.in_process import in_process
 from tests.timing import within
@@ -33,7 +33,7 @@ from tests.timing import within
 pytestmark = pytest.mark.docker
 
 KEYS = [f"sessions-docker-{i}" for i in range(5)]
-INSTANCE = "pytest-sessions"
+INSTANCE = run_instance("pytest-sessions")
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import pytest
 from referee.client import Client, message, tool_call
 from referee.service.background import BackgroundServer
 from tests.conftest import make_settings
+from tests.sandbox.helpers import run_instance
 
 pytestmark = pytest.mark.docker
 
@@ -28,7 +29,7 @@ KEY = "adapters-key"
 @pytest.fixture(scope="module")
 def service() -> Iterator[BackgroundServer]:
     settings = make_settings(
-        sandbox=True, sandbox_instance="pytest-adapters", sandbox_pool_size=2, api_keys=[KEY]
+        sandbox=True, sandbox_instance=run_instance("pytest-adapters"), sandbox_pool_size=2, api_keys=[KEY]
     )
     with BackgroundServer(settings, startup_timeout_s=600) as running:
         yield running

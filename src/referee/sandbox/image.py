@@ -17,13 +17,15 @@ recipe (docker/sandbox/Dockerfile is generated from it and tested to stay in syn
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
 import shutil
 import subprocess
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,23 @@ def _client(settings: SandboxSettings) -> Any:
         if settings.docker_host
         else (docker.from_env(timeout=600))
     )
+
+
+@contextlib.contextmanager
+def _build_lock(cache_dir: Path, log: Log) -> Iterator[None]:
+    """An exclusive lock on `cache_dir/build.lock`, held while an image is built (released by
+    the kernel if the holder dies)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / "build.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another process is building the sandbox image: waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _has_image(client: Any, ref: str) -> bool:
@@ -274,11 +293,17 @@ def build_image(
         if method != "debootstrap":
             raise ValueError(f"unknown build method {method!r}")
         base_ref = base_image_ref(settings)
-        if force or not _has_image(client, base_ref):
-            rootfs = settings.cache_dir / f"rootfs-{base_ref.rsplit(':', 1)[1]}"
-            _debootstrap(settings, rootfs, log)
-            _import_rootfs(client, rootfs, base_ref, log)
-        _docker_build(client, _context_tar(base_ref, recipe_hash(settings)), ref, log)
+        # One build at a time per cache dir: two processes starting at once (a service and a test
+        # run, two replicas) would debootstrap into the same staging dir and break each other.
+        with _build_lock(settings.cache_dir, log):
+            if not force and _has_image(client, ref):  # built by the holder we waited for
+                log(f"{ref} is up to date")
+                return ref
+            if force or not _has_image(client, base_ref):
+                rootfs = settings.cache_dir / f"rootfs-{base_ref.rsplit(':', 1)[1]}"
+                _debootstrap(settings, rootfs, log)
+                _import_rootfs(client, rootfs, base_ref, log)
+            _docker_build(client, _context_tar(base_ref, recipe_hash(settings)), ref, log)
         log(f"built {ref}")
         return ref
     finally:

@@ -269,6 +269,11 @@ class SandboxPool:
                 raise StreamLost("a new container reported itself unclean")
             container.memory_mb = self.settings.container_memory_mb()
             self.stats["started"] += 1
+            if len(self._warm) >= max(self.settings.pool_size, self._queued + self._waiting):
+                # Containers returned meanwhile (sessions closing) filled the warm set: this
+                # one is surplus, and a warm set above its bound would hold memory for nothing.
+                self._spawn(self._remove(container))
+                return
             self._warm.append(container)
         except Exception as exc:
             if container is not None:
