@@ -172,6 +172,7 @@ def _debootstrap(settings: SandboxSettings, target: Path, log: Log) -> None:
     if shutil.which("debootstrap") is None:
         raise RuntimeError("debootstrap is not installed (apt-get install debootstrap)")
     staging = target.with_name(target.name + ".staging")
+    _unmount_under(staging)
     shutil.rmtree(staging, ignore_errors=True)
     staging.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
@@ -185,6 +186,16 @@ def _debootstrap(settings: SandboxSettings, target: Path, log: Log) -> None:
     log("running " + " ".join(cmd))
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     finish_rootfs(staging, target)
+
+
+def _unmount_under(root: Path) -> None:
+    """Unmount what a debootstrap killed half-way left mounted in `root` (its /proc): the
+    staging dir cannot be removed, so every later build would fail, until this is done."""
+    prefix = str(root.resolve()) + "/"
+    with contextlib.suppress(OSError):
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+        for point in sorted((m for m in mounts if m.startswith(prefix)), reverse=True):
+            subprocess.run(["umount", "-l", point], check=False, stderr=subprocess.DEVNULL)
 
 
 def finish_rootfs(staging: Path, target: Path) -> None:
