@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from referee.runtime import Runtime
 from referee.settings import FLAT_NAMES, SandboxSettings, Settings, UnknownSetting
 
 REPO = Path(__file__).resolve().parents[1]
@@ -247,3 +248,13 @@ def test_code_session_settings_have_their_own_section(monkeypatch: pytest.Monkey
     assert s.sandbox.max_sessions == 8 and s.sessions.max_lifetime_s == 3600.0
     with pytest.raises(ValidationError, match="over sessions_max_idle_ttl_s"):
         _settings(sessions_idle_ttl_s=600, sessions_max_idle_ttl_s=60)
+
+
+def test_environment_settings_reach_the_episode_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_ENVIRONMENTS_IDLE_TTL_S", "45")
+    monkeypatch.setenv("REFEREE_ENVIRONMENTS_MAX_EPISODES", "10")
+    monkeypatch.setenv("REFEREE_ENVIRONMENTS_MAX_PER_KEY", "3")
+    episodes = Runtime(_settings()).environments.episodes
+    assert (episodes.idle_ttl_s, episodes.max_episodes, episodes.max_per_key) == (45.0, 10, 3)
+    with pytest.raises(ValidationError, match=r"environments\.max_per_key"):
+        _settings(environments_max_per_key=0)

@@ -459,6 +459,22 @@ class SessionSettings(Section):
         return self
 
 
+class EnvironmentSettings(Section):
+    """Multi-turn environments (`/v1/environments`, `referee.environments`): how long an
+    episode may sit unstepped, and how many may be open. An episode's code session (a `python`
+    episode's tool calls) counts in the key's session quota besides (`REFEREE_SESSIONS_*`)."""
+
+    flat_prefix: ClassVar[str] = "environments_"
+
+    # An episode not stepped this long is closed by the reaper, its code session with it.
+    idle_ttl_s: float = Field(default=300.0, gt=0.0, le=86_400.0)
+    # Open episodes in the whole service (503 above) and per key (429 above): an episode holds
+    # only memory until its first tool call, but a trainer that never finishes its episodes
+    # must not grow the table for good.
+    max_episodes: int = Field(default=4096, ge=1, le=1_000_000)
+    max_per_key: int = Field(default=512, ge=1, le=1_000_000)
+
+
 class RaySettings(Section):
     """The shape of the Ray Serve deployment (`referee serve --ray`); only the process that
     deploys reads it, and it is not forwarded to the replicas."""
@@ -514,6 +530,7 @@ SECTIONS: dict[str, type[Section]] = {
     "judges": JudgeSettings,
     "sandbox": SandboxSettings,
     "sessions": SessionSettings,
+    "environments": EnvironmentSettings,
     "ray": RaySettings,
 }
 
@@ -598,6 +615,7 @@ class Settings(BaseSettings):
     judges: JudgeSettings = _section(JudgeSettings)
     sandbox: SandboxSettings = _section(SandboxSettings)
     sessions: SessionSettings = _section(SessionSettings)
+    environments: EnvironmentSettings = _section(EnvironmentSettings)
     ray: RaySettings = _section(RaySettings)
 
     def __init__(self, **values: Any) -> None:

@@ -10,6 +10,7 @@ import pytest
 from referee.environments import Action, EpisodeDone, EpisodeNotFound, Episodes, Reset, Step
 from referee.errors import DomainError, ErrorKind
 from referee.models import Verdict, VerdictStatus
+from referee.settings import EnvironmentSettings
 
 
 class Clock:
@@ -116,7 +117,7 @@ async def test_another_keys_episode_is_not_found_like_an_unknown_one() -> None:
 
 async def test_idle_episodes_expire_and_are_closed() -> None:
     clock = Clock()
-    episodes, kind = Episodes(idle_ttl_s=60, clock=clock), EchoKind()
+    episodes, kind = Episodes(EnvironmentSettings(idle_ttl_s=60), clock=clock), EchoKind()
     old, _ = await episodes.start(kind, "a", None, None)
     clock.now += 50
     kept, _ = await episodes.start(kind, "a", None, None)
@@ -152,7 +153,7 @@ async def test_a_refused_task_keeps_nothing_open() -> None:
 
 
 async def test_quotas_per_key_and_in_all() -> None:
-    episodes, kind = Episodes(max_episodes=3, max_per_key=2), EchoKind()
+    episodes, kind = Episodes(EnvironmentSettings(max_episodes=3, max_per_key=2)), EchoKind()
     await episodes.start(kind, "a", None, None)
     await episodes.start(kind, "a", None, None)
     with pytest.raises(DomainError) as per_key:
@@ -165,7 +166,7 @@ async def test_quotas_per_key_and_in_all() -> None:
 
 
 async def test_without_keys_only_the_global_cap_holds() -> None:
-    episodes, kind = Episodes(max_episodes=3, max_per_key=1), EchoKind()
+    episodes, kind = Episodes(EnvironmentSettings(max_episodes=3, max_per_key=1)), EchoKind()
     for _ in range(3):  # open mode: the owner is None, no per-key quota
         await episodes.start(kind, None, None, None)
     with pytest.raises(DomainError) as full:

@@ -35,14 +35,12 @@ from referee.environments.base import (
 )
 from referee.errors import DomainError, ErrorKind
 from referee.models import Verdict
+from referee.settings import EnvironmentSettings
 
 log = structlog.get_logger(__name__)
 
 Clock = Callable[[], float]
 
-IDLE_TTL_S = 300.0
-MAX_EPISODES = 4096
-MAX_EPISODES_PER_KEY = 512
 REAP_EVERY_S = 5.0
 
 
@@ -85,14 +83,13 @@ class EpisodeCounters:
 class Episodes:
     def __init__(
         self,
+        settings: EnvironmentSettings | None = None,
         *,
-        idle_ttl_s: float = IDLE_TTL_S,
-        max_episodes: int = MAX_EPISODES,
-        max_per_key: int = MAX_EPISODES_PER_KEY,
         clock: Clock = time.monotonic,
     ) -> None:
-        self.idle_ttl_s = idle_ttl_s
-        self.max_episodes, self.max_per_key = max_episodes, max_per_key
+        settings = settings or EnvironmentSettings()
+        self.idle_ttl_s = settings.idle_ttl_s
+        self.max_episodes, self.max_per_key = settings.max_episodes, settings.max_per_key
         self.clock = clock
         self.counters = EpisodeCounters()
         self._episodes: dict[str, Episode] = {}

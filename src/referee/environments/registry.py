@@ -132,7 +132,8 @@ class Environments:
     ) -> None:
         self.scorer = scorer
         self.runner: CodeRunner | None = SessionsRunner(sessions) if sessions is not None else None
-        self.episodes = episodes or Episodes()
+        # `is None`, not `or`: an empty table is falsy (it has a length).
+        self.episodes = episodes if episodes is not None else Episodes()
         self._store = _Store(db_path)
         self._builtin: dict[str, EnvironmentKind] = {"python": PythonKind(scorer, self.runner)}
         for name in scorer.installed.names():

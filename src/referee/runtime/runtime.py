@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from referee.environments import Environments
+from referee.environments import Environments, Episodes
 from referee.judges import JudgeClients
 from referee.models import Verdict
 from referee.registered import PostgresStore, SQLiteStore, VerifierCatalog, VerifierStore
@@ -132,6 +132,7 @@ class Runtime:
             self.scorer,
             self.code_sessions,
             db_path=None if registry.db_url else registry.db_path,
+            episodes=Episodes(settings.environments),
         )
         self._stack: contextlib.AsyncExitStack | None = None
 
