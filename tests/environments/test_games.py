@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from referee.environments import Action, Environments, EpisodeDone
+from referee.environments import Action, Environments, EpisodeDone, UnknownEnvironment
 from referee.errors import DomainError, ErrorKind, InputError
 from referee.models import EnvironmentExample, RegisterEnvironmentRequest
+from referee.registered.store import SQLiteStore
 from referee.runtime import Runtime
 from tests.conftest import make_settings
 
@@ -230,18 +231,28 @@ async def test_registered_environments_are_read_back_from_the_registry_file(
         seen.append((verifier, references))
         return 0
 
-    first = Environments(runtime.scorer, None, db_path=db)
+    # Two replicas' views of one registry file (each its own store, as two processes have).
+    first = Environments(runtime.scorer, None, store=SQLiteStore(db))
+    other = Environments(runtime.scorer, None, store=SQLiteStore(db))
+    await first.open()
+    await other.open()
     await first.register(body, "admin", probes)
     assert seen == [("logic.sudoku_4x4", [SUDOKU, SUDOKU])]  # the probes get the puzzles
-    again = Environments(runtime.scorer, None, db_path=db)
+    again = Environments(runtime.scorer, None, store=SQLiteStore(db))
     await again.open()
     kind = again.kind("sudoku.coach")
     assert kind.max_turns == 3
     _, reset = await again.start_episode("sudoku.coach", "a", {"puzzle": SUDOKU}, None)
     assert reset.observation.startswith('Solve: {"size": 4')
     await again.close()
+    # The other replica serves it on its next listing, and stops once it is deleted.
+    assert "sudoku.coach" in [info.name for info in await other.infos()]
     await first.unregister("sudoku.coach")
-    third = Environments(runtime.scorer, None, db_path=db)
+    assert "sudoku.coach" not in [info.name for info in await other.infos()]
+    with pytest.raises(UnknownEnvironment):
+        await other.start_episode("sudoku.coach", "a", {"puzzle": SUDOKU}, None)
+    third = Environments(runtime.scorer, None, store=SQLiteStore(db))
     await third.open()
     assert "sudoku.coach" not in third.names()
-    await third.close()
+    for env in (first, other, third):
+        await env.close()

@@ -34,7 +34,7 @@ def url(server: str) -> Iterator[str]:
     yield server
     store = PostgresStore(server)
     conn = store._connect()
-    conn.execute("TRUNCATE verifier_versions")
+    conn.execute("TRUNCATE verifier_versions, environments")
     store.close()
 
 
@@ -179,3 +179,35 @@ def test_two_services_share_the_registry(url: str) -> None:
             weights = [0.8, 0.7, 0.6, 0.5, 0.4, 0.3]
             versions = list(pool.map(register, [a, b] * 3, weights))
         assert sorted(versions) == [2, 3, 4, 5, 6, 7]
+
+
+def test_two_services_share_registered_environments(url: str) -> None:
+    """An environment registered through one replica is served by the other within the store's
+    refresh bound, survives both replicas' restart, and is refused by both once deleted."""
+    from tests.service.test_environments_api import REGISTRATION
+
+    settings = Settings(workers=1, sandbox=False, db_url=url, db_refresh_s=0.5)
+
+    def episode(server: BackgroundServer) -> httpx.Response:
+        return httpx.post(f"{server.url}/v1/environments/sudoku.coach/episodes", json={"seed": 3}, timeout=60)
+
+    def until(server: BackgroundServer, status: int) -> None:
+        deadline = time.monotonic() + 0.5 + 2.0
+        while (answer := episode(server)).status_code != status:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.05)
+
+    with BackgroundServer(settings) as a, BackgroundServer(settings) as b:
+        assert episode(b).status_code == 404
+        created = httpx.post(f"{a.url}/v1/environments", json=REGISTRATION, timeout=60)
+        assert created.status_code == 201, created.text
+        until(b, 201)
+        listed = httpx.get(f"{b.url}/v1/environments", timeout=60).json()
+        assert "sudoku.coach" in [e["name"] for e in listed]
+    with BackgroundServer(settings) as a, BackgroundServer(settings) as b:
+        assert episode(a).status_code == 201  # read back from the database at start
+        assert httpx.delete(f"{b.url}/v1/environments/sudoku.coach", timeout=60).status_code == 204
+        until(a, 404)
+    store = PostgresStore(url)
+    assert store.environment_documents() == []
+    store.close()

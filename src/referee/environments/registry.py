@@ -8,20 +8,23 @@ examples must reproduce their expected scores through the environment, and the v
 battery must earn nothing (`ProbeCheck`, run by the service, which owns the audit's
 batteries). No user code ever runs in the service: a registered environment is data.
 
-Registered environments are kept in the registry's SQLite file (`environments` table); with a
-PostgreSQL registry (`REFEREE_REGISTRY_DB_URL`) they are kept in memory, per replica (see
-docs/environments.md).
+Registered environments are kept in the registry's store, beside the registered types (its
+`environments` table, in the SQLite file or the PostgreSQL database that replicas share). A write
+moves the store's generation: each replica reads the table again when it sees the generation
+move, before it lists environments or starts an episode, so an environment registered or deleted
+through one replica is served (or refused) by every other within the store's refresh bound. While
+the store cannot be read, the environments already loaded are served.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from functools import partial
-from pathlib import Path
 from typing import Any, Protocol
+
+import structlog
 
 from referee.environments.base import Action, EnvironmentKind, Reset, Step, UnknownEnvironment
 from referee.environments.episodes import Episode, Episodes
@@ -37,6 +40,8 @@ from referee.models import (
     VerdictStatus,
 )
 from referee.scoring import Scorer
+
+log = structlog.get_logger(__name__)
 
 SCORE_TOLERANCE = 1e-9
 # How many environments may be registered (they are small, but every one is listed).
@@ -83,38 +88,16 @@ class SessionsRunner:
                 raise
 
 
-class _Store:
-    """Registered environments in the registry's SQLite file (one small table of documents)."""
+class EnvironmentStore(Protocol):
+    """Where registered environments are kept: the registry's store (referee.registered.store)."""
 
-    def __init__(self, path: Path | None, busy_timeout_s: float = 10.0) -> None:
-        self.path, self.busy_timeout_s = path, busy_timeout_s
+    def environment_documents(self) -> list[str]: ...
 
-    def _connect(self) -> sqlite3.Connection:
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
-        db.execute("CREATE TABLE IF NOT EXISTS environments (name TEXT PRIMARY KEY, document TEXT NOT NULL)")
-        return db
+    def save_environment(self, name: str, document: str) -> None: ...
 
-    def load(self) -> list[RegisteredEnvironment]:
-        if self.path is None or not self.path.exists():
-            return []
-        with self._connect() as db:
-            rows = db.execute("SELECT document FROM environments ORDER BY name").fetchall()
-        return [RegisteredEnvironment.model_validate_json(row[0]) for row in rows]
+    def delete_environment(self, name: str) -> bool: ...
 
-    def save(self, record: RegisteredEnvironment) -> None:
-        if self.path is not None:
-            with self._connect() as db:
-                db.execute(
-                    "INSERT OR REPLACE INTO environments (name, document) VALUES (?, ?)",
-                    (record.name, record.model_dump_json()),
-                )
-
-    def delete(self, name: str) -> None:
-        if self.path is not None and self.path.exists():
-            with self._connect() as db:
-                db.execute("DELETE FROM environments WHERE name = ?", (name,))
+    def generation(self) -> object: ...
 
 
 def _invalid(loc: list[str | int], msg: str, code: str = "validation_error") -> DomainError:
@@ -127,14 +110,16 @@ class Environments:
         scorer: Scorer,
         sessions: SessionTable | None,
         *,
-        db_path: Path | None = None,
+        store: EnvironmentStore | None = None,
         episodes: Episodes | None = None,
     ) -> None:
+        """`store`: where registered environments are kept (None: in memory, this process only)."""
         self.scorer = scorer
         self.runner: CodeRunner | None = SessionsRunner(sessions) if sessions is not None else None
         # `is None`, not `or`: an empty table is falsy (it has a length).
         self.episodes = episodes if episodes is not None else Episodes()
-        self._store = _Store(db_path)
+        self._store = store
+        self._generation: object = None  # the store's, when the registered ones were read
         self._builtin: dict[str, EnvironmentKind] = {"python": PythonKind(scorer, self.runner)}
         for name in scorer.installed.names():
             if name.startswith("logic.") and scorer.installed.kind(name) == "builtin":
@@ -152,7 +137,37 @@ class Environments:
             raise UnknownEnvironment(name, self.names())
         return found
 
-    def infos(self) -> list[EnvironmentInfo]:
+    async def refresh(self) -> None:
+        """Read the registered environments again if the store changed since they were read
+        (another replica registered or deleted one). The store's generation is a local read;
+        the table is read in a thread. While the store cannot be read, what is loaded stays."""
+        if self._store is None:
+            return
+        try:
+            generation = self._store.generation()
+            if generation == self._generation:
+                return
+            documents = await asyncio.to_thread(self._store.environment_documents)
+        except DomainError as exc:  # the registry's RegistryUnavailable (its server is down)
+            if exc.kind is not ErrorKind.unavailable:
+                raise
+            log.warning("environments_store_unreadable", reason=exc.message)
+            return
+        self._generation = generation
+        registered: dict[str, tuple[RegisteredEnvironment, EnvironmentKind]] = {}
+        for document in documents:
+            record = RegisteredEnvironment.model_validate_json(document)
+            body = RegisterEnvironmentRequest.model_construct(
+                **record.model_dump(exclude={"created_at", "probes"})
+            )
+            try:
+                registered[record.name] = (record, self._build(body))
+            except DomainError:  # its checker is gone from this version: not served
+                continue
+        self._registered = registered
+
+    async def infos(self) -> list[EnvironmentInfo]:
+        await self.refresh()
         kinds = [
             *self._builtin.values(),
             *(k for _, k in sorted(self._registered.values(), key=lambda r: r[0].name)),
@@ -167,6 +182,7 @@ class Environments:
     async def start_episode(
         self, name: str, owner: Hashable, task: Mapping[str, Any] | None, seed: int | None
     ) -> tuple[Episode, Reset]:
+        await self.refresh()
         return await self.episodes.start(self.kind(name), owner, task, seed)
 
     async def step(self, name: str, owner: Hashable, episode_id: str, action: Action) -> tuple[Episode, Step]:
@@ -202,6 +218,7 @@ class Environments:
         self, body: RegisterEnvironmentRequest, owner: Hashable, probes: ProbeCheck
     ) -> RegisteredEnvironment:
         """The gate, then the store: nothing is kept unless every step passes."""
+        await self.refresh()
         if body.name in self._builtin:
             raise DomainError(ErrorKind.conflict, "builtin_name", f"{body.name!r} is a built-in environment")
         if body.name not in self._registered and len(self._registered) >= MAX_REGISTERED:
@@ -221,7 +238,8 @@ class Environments:
             created_at=time.time(),
             probes=passed,
         )
-        await asyncio.to_thread(self._store.save, record)
+        if self._store is not None:
+            await asyncio.to_thread(self._store.save_environment, record.name, record.model_dump_json())
         self._registered[record.name] = (record, kind)
         return record
 
@@ -276,22 +294,17 @@ class Environments:
     async def unregister(self, name: str) -> None:
         if name in self._builtin:
             raise DomainError(ErrorKind.conflict, "builtin_name", f"{name!r} is a built-in environment")
+        await self.refresh()
         if self._registered.pop(name, None) is None:
             raise UnknownEnvironment(name, self.names())
-        await asyncio.to_thread(self._store.delete, name)
+        if self._store is not None:
+            await asyncio.to_thread(self._store.delete_environment, name)
 
     # ---- lifetime -------------------------------------------------------------------------
 
     async def open(self) -> None:
         """Read the registered environments back and start the episode reaper."""
-        for record in await asyncio.to_thread(self._store.load):
-            body = RegisterEnvironmentRequest.model_construct(
-                **record.model_dump(exclude={"created_at", "probes"})
-            )
-            try:
-                self._registered[record.name] = (record, self._build(body))
-            except DomainError:  # its checker is gone from this version: not served
-                continue
+        await self.refresh()
         self.episodes.start_reaper()
 
     async def close(self) -> None:

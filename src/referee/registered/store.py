@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS verifier_versions (
     PRIMARY KEY (name, version)
 );
 CREATE INDEX IF NOT EXISTS verifier_versions_active ON verifier_versions (name, disabled_at);
+CREATE TABLE IF NOT EXISTS environments (name TEXT PRIMARY KEY, document TEXT NOT NULL);
 """
 _COLUMNS = "name, version, kind, digest, document, secret, created_at, disabled_at"
 
@@ -141,6 +142,18 @@ class VerifierStore(Protocol):
 
     def disable(self, name: str, version: int | None = None) -> list[int]:
         """Disable one version, or every active version of `name`; return those disabled."""
+        ...
+
+    def environment_documents(self) -> list[str]:
+        """The registered environments' documents (referee.environments), sorted by name."""
+        ...
+
+    def save_environment(self, name: str, document: str) -> None:
+        """Store (or replace) the registered environment `name`."""
+        ...
+
+    def delete_environment(self, name: str) -> bool:
+        """Forget the registered environment `name`; whether there was one."""
         ...
 
     def generation(self) -> object:
@@ -263,12 +276,7 @@ class SQLiteStore:
         max_names: int,
         same: Callable[[StoredVersion], bool] | None = None,
     ) -> tuple[StoredVersion, bool]:
-        try:
-            conn = self._connect(create=True)
-        except (OSError, sqlite3.Error) as exc:  # no room for the file, a read-only directory
-            self._write_failure = f"{type(exc).__name__}: {exc}"[:300]
-            raise RegistryUnavailable(str(exc)[:200]) from exc
-        assert conn is not None
+        conn = self._connect_for_write()
         with self._transaction(conn):
             latest = conn.execute(
                 f"SELECT {_COLUMNS} FROM verifier_versions WHERE name = ? AND disabled_at IS NULL "
@@ -301,6 +309,17 @@ class SQLiteStore:
                 ),
             )
         return stored, True
+
+    def _connect_for_write(self) -> sqlite3.Connection:
+        """The connection, the file created if need be; RegistryUnavailable (and a health()
+        failure) when it cannot be: no room for the file, a read-only directory."""
+        try:
+            conn = self._connect(create=True)
+        except (OSError, sqlite3.Error) as exc:
+            self._write_failure = f"{type(exc).__name__}: {exc}"[:300]
+            raise RegistryUnavailable(str(exc)[:200]) from exc
+        assert conn is not None
+        return conn
 
     @contextlib.contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
@@ -357,3 +376,32 @@ class SQLiteStore:
                 [(time.time(), name, v) for v in versions],
             )
         return versions
+
+    # ---- registered environments -------------------------------------------------------------
+    # Kept beside the types they are built on, in the same database: replicas sharing a
+    # PostgreSQL registry share them too, and a write moves the same generation (how every
+    # replica notices one within the store's refresh bound).
+
+    def environment_documents(self) -> list[str]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        return [doc for (doc,) in conn.execute("SELECT document FROM environments ORDER BY name")]
+
+    def save_environment(self, name: str, document: str) -> None:
+        conn = self._connect_for_write()
+        with self._transaction(conn):
+            conn.execute(
+                "INSERT INTO environments (name, document) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET document = excluded.document",
+                (name, document),
+            )
+
+    def delete_environment(self, name: str) -> bool:
+        conn = self._connect(create=False)
+        if conn is None:
+            return False
+        with self._transaction(conn):
+            found = conn.execute("SELECT 1 FROM environments WHERE name = ?", (name,)).fetchone()
+            conn.execute("DELETE FROM environments WHERE name = ?", (name,))
+        return found is not None

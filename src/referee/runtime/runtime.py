@@ -127,11 +127,11 @@ class Runtime:
         )
         # Multi-turn environments (/v1/environments): their episodes' tool calls run in code
         # sessions opened in the episode owner's name; registered ones kept in the registry's
-        # SQLite file (in memory beside a PostgreSQL registry).
+        # store beside the registered types (shared by replicas on a PostgreSQL registry).
         self.environments = Environments(
             self.scorer,
             self.code_sessions,
-            db_path=None if registry.db_url else registry.db_path,
+            store=self.catalog.store,
             episodes=Episodes(settings.environments),
         )
         self._stack: contextlib.AsyncExitStack | None = None

@@ -97,7 +97,7 @@ ENVIRONMENT_REFUSALS: dict[tuple[str, str], list[dict[str, Any]]] = {
 )
 async def list_environments(environments: EnvironmentsDep) -> list[EnvironmentInfo]:
     """The environments this service runs: built-in, then registered."""
-    return environments.infos()
+    return await environments.infos()
 
 
 @environments_router.post(
