@@ -81,6 +81,10 @@ async def test_identical_responses_cost_one_call_and_the_cache_answers_again() -
     await run(verifier, group[:1], "4", judges, {"model": "other-judge"})
     assert judges.batches == [2, 1, 1]
     assert judges.requests[-1].model == "other-judge" and judges.requests[0].model is None
+    # Another endpoint serving a model of the same name (other weights behind one alias).
+    judges.endpoints["canary"] = "fake-judge"
+    await run(verifier, group[:1], "4", judges, {"endpoint": "canary"})
+    assert judges.batches == [2, 1, 1, 1] and judges.requests[-1].endpoint == "canary"
 
 
 async def test_an_unparseable_reply_is_an_error_and_is_not_cached() -> None:

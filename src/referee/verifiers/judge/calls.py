@@ -89,10 +89,10 @@ def _call_details(model: str, raw: str, prompt: int, completion: int, latency_s:
     }
 
 
-def cache_key(model: str, template: str, sampling: Any, **parts: Any) -> str:
+def cache_key(model: str, template: str, sampling: Any, *, endpoint: str, **parts: Any) -> str:
     """The verdict cache's key: a digest of everything that decides the judge's outcome."""
     payload = json.dumps(
-        {"model": model, "template": template, "sampling": repr(sampling), **parts},
+        {"endpoint": endpoint, "model": model, "template": template, "sampling": repr(sampling), **parts},
         sort_keys=True,
         ensure_ascii=False,
         default=str,

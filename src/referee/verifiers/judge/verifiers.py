@@ -180,7 +180,9 @@ class JudgeVerifier(AsyncVerifier):
             notes[i] = {**screened.details(), **({"chars_cut": cut} if cut else {})}
             results.append(None)
             for messages, parts in self.calls(screened.text, prep):
-                key = cache_key(model, prep.template.qualified, sampling, **parts)
+                # The endpoint too: two endpoints may serve different weights under one model
+                # name (vLLM's --served-model-name), and must not answer for each other.
+                key = cache_key(model, prep.template.qualified, sampling, endpoint=opts.endpoint, **parts)
                 request = ChatRequest(opts.endpoint, messages, sampling, opts.model)
                 asks.append(Ask(key, request, parse))
                 owners.append(i)
