@@ -413,6 +413,10 @@ class SandboxSettings(Section):
     file_size_limit_mb: int = 64
     open_files: int = 256
     max_source_bytes: int = 1 << 20
+    # Compiled programs (artifacts, compile errors) kept on the host, least recently used out
+    # first: the same program submitted again is not compiled again (sandbox/compile_cache.py).
+    # 256 MB holds thousands of C++ binaries or jars; 0 turns the cache off.
+    compile_cache_bytes: int = Field(default=256 << 20, ge=0, le=64 << 30)
 
     # Image build (`referee sandbox build`).
     cache_dir: Path = Field(default_factory=lambda: Path("~/.cache/referee/sandbox").expanduser())

@@ -33,6 +33,7 @@ from typing import Any
 
 import structlog
 
+from referee.sandbox.compile_cache import CachedCompile, CompileCache
 from referee.sandbox.container import SandboxContainer, StreamLost
 from referee.sandbox.engine import ContainerWatch, connect_engine, docker_client, remove_containers
 from referee.sandbox.hardening import container_create_kwargs
@@ -72,6 +73,7 @@ class SandboxPool:
         self._closed = False
         self.stats = {"started": 0, "removed": 0, "runs": 0, "reused": 0, "found_dead": 0, "sessions": 0}
         self._claim: InstanceClaim | None = None  # the instance slot, when this pool claimed one
+        self.compile_cache = CompileCache(self.settings.compile_cache_bytes)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -374,6 +376,7 @@ class SandboxPool:
         result = RunResult(tests=[None] * len(job.tests))
         attempts: dict[int, int] = {}
         infra_failures = 0
+        cached = self.compile_cache.for_job(job, self.image)
         while True:
             pending = [i for i, t in enumerate(result.tests) if t is None]
             container = await self._acquire()
@@ -381,7 +384,7 @@ class SandboxPool:
             state = {"compiled": False}
             finished = to_engine = False
             try:
-                finished = await self._run_in(container, job, pending, result, state)
+                finished = await self._run_in(container, job, pending, result, state, cached)
                 lost = ""
             except StreamLost as exc:
                 lost = str(exc)
@@ -443,10 +446,11 @@ class SandboxPool:
         pending: list[int],
         result: RunResult,
         state: dict[str, bool],
+        cached: CachedCompile | None = None,
     ) -> bool:
         """Run the pending tests in one container. True when every test got a result."""
         await self._fit_memory(container, job.limits.memory_mb)
-        return await run_tests(container, job, pending, result, state)
+        return await run_tests(container, job, pending, result, state, cached)
 
     async def _fit_memory(self, container: SandboxContainer, memory_limit_mb: int) -> None:
         """A container keeps the limit of its last program or session: set it whenever it

@@ -114,11 +114,21 @@ class RunResult:
     compile_ok: bool = True
     compile_output: str = ""
     compile_time_s: float = 0.0
+    compile_cached: bool = False  # the compile step came from the compile cache (time 0)
     tests: list[TestRun | None] = field(default_factory=list)
     containers: int = 0
 
 
-def encode_request(job: Job, indices: list[int]) -> bytes:
+def encode_request(
+    job: Job,
+    indices: list[int],
+    *,
+    precompiled: dict[str, Any] | None = None,
+    return_compiled_bytes: int = 0,
+) -> bytes:
+    """The request line. `precompiled`: the compile cache's entry for this program, sent instead
+    of compiling; `return_compiled_bytes`: return the compile's artifacts up to this size, for
+    the cache (sandbox/compile_cache.py)."""
     lang = job.language
     lim = job.limits
 
@@ -148,5 +158,7 @@ def encode_request(job: Job, indices: list[int]) -> bytes:
         "file_size_mb": lim.file_size_mb,
         "deadline_s": supervisor_deadline_s(lim, len(indices)),
         "env": dict(CANDIDATE_ENV),
+        "precompiled": precompiled,
+        "return_compiled_bytes": return_compiled_bytes,
     }
     return json.dumps(req, separators=(",", ":")).encode() + b"\n"

@@ -7,6 +7,7 @@ import asyncio
 import time
 from typing import Any
 
+from referee.sandbox.compile_cache import CachedCompile
 from referee.sandbox.container import SandboxContainer, StreamLost
 from referee.sandbox.protocol import Job, RunResult, TestRun, encode_request
 from referee.sandbox.run_limits import host_wait_s
@@ -35,14 +36,21 @@ def _finish_test(job: Job, index: int, msg: dict[str, Any]) -> TestRun:
 
 
 async def run_tests(
-    container: SandboxContainer, job: Job, pending: list[int], result: RunResult, state: dict[str, bool]
+    container: SandboxContainer,
+    job: Job,
+    pending: list[int],
+    result: RunResult,
+    state: dict[str, bool],
+    cached: CachedCompile | None = None,
 ) -> bool:
     """Run the pending tests in `container`. True when every test got a result; StreamLost
     when the supervisor's stream ended, broke or said something wrong; `state["compiled"]`
-    tells whether the program was compiled (then something of the candidate ran)."""
+    tells whether the program was compiled (then something of the candidate ran).
+    `cached`: the program's compile cache entry to send, or where its compile is stored."""
     lim = job.limits
     budget = host_wait_s(lim, len(pending))  # the supervisor ends its own work inside it
-    await container.send(encode_request(job, pending))
+    fields = cached.request_fields() if cached is not None else {}
+    await container.send(encode_request(job, pending, **fields))
     async for msg in container.messages(time.monotonic() + budget):
         kind = msg.get("type")
         if kind == "compiled":
@@ -50,6 +58,9 @@ async def run_tests(
             result.compile_ok = bool(msg["ok"])
             result.compile_output = str(msg.get("output", ""))
             result.compile_time_s = float(msg.get("time_s") or 0.0)
+            result.compile_cached = bool(msg.get("cached"))
+            if cached is not None:
+                cached.compiled(msg)
         elif kind == "test":
             index = int(msg["index"])
             if job.judge is not None and _output_size(msg) > INLINE_JUDGE_BYTES:

@@ -838,6 +838,8 @@ def compile_program(sup, req, uid, files, deadline):
     compiled = {"type": "compiled", "ok": True, "time_s": 0.0, "output": ""}
     if not req.get("compile"):
         return compiled, None
+    if req.get("precompiled") is not None:
+        return load_precompiled(req, files, compiled)
     sup.reset_scratch(uid, files)
     limits = child_limits(req, req["compile_timeout_s"], req["file_size_mb"])
     res = sup.run(
@@ -867,13 +869,61 @@ def compile_program(sup, req, uid, files, deadline):
     compiled.update(
         ok=ok, time_s=res["time_s"], output=(reason + "\n" + out.decode("utf-8", "replace"))[-8192:]
     )
-    code_fd = take_code_cache(req["code_cache"]) if ok and req.get("code_cache") else None
-    return compiled, code_fd
+    code = take_code_cache(req["code_cache"]) if ok and req.get("code_cache") else None
+    if req.get("return_compiled_bytes"):
+        program = compiled_program(req, files, code, res, ok)
+        if program is not None:
+            compiled["program"] = program
+    return compiled, seal_code(code) if code is not None else None
+
+
+def compiled_program(req, files, code, res, ok):
+    """What the host's compile cache keeps of this compile (sandbox/compile_cache.py), or None
+    when it must not keep it: over `return_compiled_bytes`, or a failure that a limit may have
+    caused (a timeout, a kill, an OOM kill or a peak over the memory limit, a compiler past
+    half its time), which the same source might not meet again. Taken from `files` as read
+    right after the compiler ended and its processes were killed: nothing of the program has
+    run, and no test will have when the host stores it."""
+    if ok:
+        kept = {name: files[name] for name in req["artifacts"]}
+    else:
+        peaks = [p for p in (res["max_rss_kb"], res["tree_peak_kb"]) if p is not None]
+        diagnosed = (
+            res["status"] == "exited"
+            and not res["oom"]
+            and res["time_s"] < req["compile_timeout_s"] / 2
+            and max(peaks, default=0) <= req["memory_mb"] << 10
+        )
+        if not diagnosed:
+            return None
+        kept = {}
+    size = sum(len(data) for data, _ in kept.values()) + len(code or b"")
+    if size > req["return_compiled_bytes"]:
+        return None
+    return {
+        "files": {name: [b64(data), mode] for name, (data, mode) in kept.items()},
+        "code": b64(code) if code is not None else None,
+    }
+
+
+def load_precompiled(req, files, compiled):
+    """The compile step answered from the host's compile cache: the artifacts (and compiled
+    code) of an earlier compile of the same source, command and image, in another container
+    perhaps. Nothing is compiled; the `compiled` message says `cached`, with no compile time."""
+    program = req["precompiled"]
+    compiled.update(ok=bool(program["ok"]), output=str(program["output"]), cached=True)
+    if not compiled["ok"]:
+        return compiled, None
+    for name in req["artifacts"]:  # exactly the language's artifacts, whatever else was sent
+        data, mode = program["files"][name]
+        files[name] = (base64.b64decode(data), (int(mode) & 0o777) | 0o555)
+    code = program.get("code")
+    return compiled, seal_code(base64.b64decode(code)) if code is not None else None
 
 
 def take_code_cache(name):
-    """The compiled code the compile step left in the work dir (`name`), in a sealed memfd
-    that every test of the program can read and none can change; None when there is none.
+    """The compiled code the compile step left in the work dir (`name`); None when there is
+    none. seal_code() hands it to the tests.
 
     The file never reaches a test (the scrub before the first test removes it: it is not one
     of `files`), so /work looks to the program exactly as it does to `python3 sol.py`. Its
@@ -887,11 +937,16 @@ def take_code_cache(name):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > CODE_CACHE_MAX_BYTES:
             return None
-        data = os.read(fd, info.st_size)
+        return os.read(fd, info.st_size)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def seal_code(data):
+    """`data` (compiled code) in a sealed memfd that every test of the program can read and
+    none can change; None when one cannot be made."""
     try:
         sealed = os.memfd_create("referee-code", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     except OSError:
