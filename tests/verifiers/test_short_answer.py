@@ -161,6 +161,7 @@ LETTER_LISTS = [
     "Answer: A) B)",
     "\\boxed{A) B)}",
     "A) x = 2 B) x = 3",
+    "A. 42 B. 43",  # the question's options copied out
 ]
 
 
@@ -187,6 +188,14 @@ ONE_LETTER = [
     ("1. compute\n2. check\nAnswer: A", True),
     ("**A**", False),
     ("A) 42", False),
+    # The answer, then why the others fail (each scored 0 before: the sentence before "B is
+    # wrong" was read as its subject, and a letter followed by "because" as no letter).
+    ("The answer is A. B is wrong.", True),
+    ("The answer is A. B is wrong because it ignores friction.", True),
+    ("The answer is A because it is the only one.", True),
+    ("The answer is (A), because the others fail.", True),
+    ("The answer is A since B ignores friction.", False),
+    ("The answer is A because (B) and (C) are wrong.", True),
 ]
 
 
@@ -268,6 +277,9 @@ def test_numeric_denied_answers(response: str, score: float) -> None:
         ("The answer is (C), it can't be A or B.", 1.0),
         ("It is (C); (A) and (B) are ruled out.", 1.0),
         ("The answer is (C), since (A) and (B) are wrong.", 1.0),
+        ("The answer is A. C is wrong.", 0.0),
+        ("The answer is C. A is wrong.", 1.0),
+        ("The answer is A because C is wrong.", 0.0),
     ],
 )
 def test_multiple_choice_denied_answers(response: str, score: float) -> None:

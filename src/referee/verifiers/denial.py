@@ -57,9 +57,10 @@ _DENYING = (
 # "5 is wrong", "(A) and (B) are ruled out": the predicate right after what it denies.
 DENIED_AFTER = re.compile(rf"(?i)^[\s$]*{_DENYING}\b")
 _DENYING_CLAUSE = re.compile(rf"(?i)\s+{_DENYING}\b")
-# Where a clause starts: the subject of a denying predicate runs back to here.
+# Where a clause starts: the subject of a denying predicate runs back to here. A sentence
+# ends one too (". " only: "0.5 is wrong" is one value): "A. B is wrong" denies B alone.
 _CLAUSE_START = re.compile(
-    r"(?i)(?:[,;:]|\((?![A-Za-z]\))|\b(?:since|because|as|and so|so|while|whereas)\b)\s*"
+    r"(?i)(?:[,;:]|\.\s|\((?![A-Za-z]\))|\b(?:since|because|as|and so|so|while|whereas)\b)\s*"
 )
 # After the final answer: the response disowns it ("this is incorrect", "I made an error").
 _WITHDRAWN = re.compile(

@@ -358,6 +358,10 @@ _CHOICE = re.compile(
     r"^[\s*_]*(?:\\(?:text|textbf|mathrm|mathbf)\s*\{\s*)?[\s(\[]*([A-Za-z])[\s)\].:]*\}?[\s*_.]*$"
 )
 _CHOICE_PREFIX = re.compile(r"^[\s*_(\[]*([A-Z])[)\].:]\s")
+# A letter, then why: "A because it is the only one", "(C), since ...", "B - the others fail".
+_CHOICE_THEN_WHY = re.compile(
+    r"^[\s*_(\[]*([A-Z])[)\]*]*(?:\s*,\s*|\s+)(?:(?:because|since|as|for|given|due to|which|that)\b|[-\u2013\u2014])"
+)
 _BOLD_OR_PAREN = re.compile(r"\*\*\(?([A-Z])\)?\*\*|\(([A-Z])\)")
 # A second letter joined to the first one: "A, B", "A or B", "A/B".
 _LISTED_LETTER = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b)\s*\(?([A-Z])\)?(?![A-Za-z])")
@@ -368,8 +372,9 @@ _LETTER_LIST = re.compile(
     rf"^[\s*_]*{_LETTER_TOKEN}(?:(?:\s*[,;/&]\s*|\s+(?:or|and)\s+|\s+){_LETTER_TOKEN})+[\s*_.]*$"
 )
 _LIST_LETTER = re.compile(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])")
-# A letter marked as an option further on: "A) x = 2 B) x = 3" lists two options.
-_OPTION_MARK = re.compile(r"(?<![A-Za-z])([A-Z])\)")
+# A letter marked as an option further on: "A) x = 2 B) x = 3" and "A. 42 B. 43" list two
+# options (a copy of the question's options is no choice).
+_OPTION_MARK = re.compile(r"(?<![A-Za-z])([A-Z])(?:\)|\.\s)")
 
 
 class MultipleChoiceVerifier(Verifier):
@@ -397,7 +402,7 @@ class MultipleChoiceVerifier(Verifier):
         text = text.strip()[:400]
         if _LETTER_LIST.match(text):
             return {letter for letter in _LIST_LETTER.findall(text) if letter in choices}
-        match = _CHOICE.match(text) or _CHOICE_PREFIX.match(text)
+        match = _CHOICE.match(text) or _CHOICE_PREFIX.match(text) or _CHOICE_THEN_WHY.match(text)
         if match:
             letter = match.group(1).upper()
             # "(A) (B)", "(A) or (B)", "A, B", "A) x B) y": more letters written as choices
