@@ -32,6 +32,7 @@ NOT_SETTINGS = {
     "ENVIRONMENT": "trainer_adapter/openrlhf_agent.py: the environment its episodes play",
     "VERIFIER": "trainer_adapter/openrlhf_agent.py: the verifier of its episodes' answers",
     "FEEDBACK_TEMPLATE": "trainer_adapter/openrlhf_agent.py: how a tool's observation is shown",
+    "TOOL_FORMAT": "trainer_adapter/openrlhf_agent.py: what a tool call looks like (hermes, code)",
     "TEST_TIME_FACTOR": "tests/timing.py",
     "EVALS_DIR": "tests/data",
     "UI_SCREENSHOT": "tests/service/test_dashboard.py",

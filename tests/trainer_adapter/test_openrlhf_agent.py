@@ -27,7 +27,7 @@ from openrlhf.utils.agent import AgentExecutorBase
 import referee.trainer_adapter.openrlhf_agent as agent_file
 from tests.service.test_openrlhf_real import EpisodeEngine, SamplingParams
 from tests.support.fake_rollouts import FakeRollouts
-from tests.support.tokenizers import printable_tokenizer
+from tests.support.tokenizers import EOS, PAD, PRINTABLE, char_tokenizer, printable_tokenizer
 
 PROMPT = "What is 6*7? Use the python tool."
 
@@ -119,3 +119,44 @@ def test_labels_and_tool_calls_are_read_as_documented() -> None:
         "invalid_tool_call",
         {"raw": "{oops}"},
     )
+
+
+def block(code: str) -> str:
+    return f"Let me compute.\n```python\n{code}\n```"
+
+
+def test_the_code_format_reads_a_block_the_generation_ends_with() -> None:
+    parse = agent_file.parse_code_block
+    assert parse(block("x = 6 * 7\nprint(x)")) == ("python", {"code": "x = 6 * 7\nprint(x)"})
+    assert parse("<code>\n```python\nprint(1)\n```\n</code>\n") == ("python", {"code": "print(1)"})
+    # The last block counts; one followed by more text, or never closed, is no call.
+    assert parse(block("a = 1") + "\nthen\n" + block("b = 2")) == ("python", {"code": "b = 2"})
+    assert parse(block("a = 1") + "\nSo the answer is \\boxed{1}.") is None
+    assert parse("```python\nprint(1)\n") is None
+    assert parse("The answer is 42.") is None
+    assert parse("```bash\nls\n```") is None
+    assert agent_file.parse_action(block("1"), "hermes") is None
+    assert agent_file.parse_action(call("1"), "code") is None
+
+
+async def test_the_code_format_through_openrlhfs_executor(
+    fake: FakeRollouts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SimpleTIR-style rollouts: code blocks run in the episode's session, their output comes
+    back as an output block, and the answer after them is verified."""
+    monkeypatch.setenv("REFEREE_TOOL_FORMAT", "code")
+    executor, tokenizer = load_executor(), char_tokenizer(PRINTABLE + "\n", PAD, EOS)  # code has lines
+    engine = EpisodeEngine(tokenizer, [block("x = 6 * 7"), block("print(x)"), "So it is 42"])
+    result = await executor.execute(PROMPT, "So it is 42", SamplingParams(), 1024, tokenizer, engine)
+    assert engine.calls == 3 and result["reward"] == 1.0
+    assert result["extra_logs"]["referee_tool_calls"] == 2.0
+    seen = tokenizer.decode(result["observation_tokens"]).replace(PAD, "")
+    outputs = re.findall(r"```output\n(.*?)```", seen, re.DOTALL)
+    assert [o.replace("\n", "") for o in outputs] == ["(no output)", "stdout:42"]  # x was kept
+    assert fake.episodes == {} and fake.sessions == {}
+
+
+def test_an_unknown_tool_format_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_TOOL_FORMAT", "xml")
+    with pytest.raises(ValueError, match="REFEREE_TOOL_FORMAT"):
+        agent_file.AgentInstance()

@@ -10,19 +10,26 @@ per sample, calls ``reset({"observation": prompt, "label": label})`` once, then
 Here, ``reset`` starts an episode (`POST /v1/environments/{name}/episodes`) whose task is the
 sample's label: a JSON object is the task itself (for the ``python`` environment: ``verifier``,
 ``reference``, ``options``; ``prompt`` defaults to the sample's prompt), any other label is the
-reference judged by ``REFEREE_VERIFIER``. A generation holding a tool call,
-``<tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call>`` (Hermes/Qwen's
-format), is a ``tool_call`` step: its observation goes back to the model through
-``REFEREE_FEEDBACK_TEMPLATE`` (ChatML's tool turn by default), reward 0. A generation without
-one is the final answer: a ``message`` step, then ``verify``, whose score is the reward
+reference judged by ``REFEREE_VERIFIER``. A generation holding a tool call is a ``tool_call``
+step: its observation goes back to the model through ``REFEREE_FEEDBACK_TEMPLATE``, reward 0.
+``REFEREE_TOOL_FORMAT`` says what a tool call looks like:
+
+- ``hermes`` (the default): ``<tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call>``
+  anywhere in the generation (Hermes/Qwen's format); the feedback is ChatML's tool turn.
+- ``code``: a generation that *ends* with a fenced Python block (```` ```python ... ``` ````,
+  optionally inside ``<code>...</code>``), as tool-integrated reasoning recipes generate it
+  (SimpleTIR, ReTool: the engine stops after the block); the feedback is an
+  ```` ```output ```` block. A code block followed by more text is part of a final answer.
+
+A generation without a tool call is the final answer: a ``message`` step, then ``verify``, whose score is the reward
 (0 for a verdict of status error: OpenRLHF has no mask), and the episode ends. An episode the
 executor abandons (its token budget spent) is ended when OpenRLHF drops the instance
 (`rollouts.close_when_dropped`), or by the service's idle TTL.
 
 OpenRLHF passes no configuration, so the rollout actors' environment does: ``REFEREE_URL``,
 ``REFEREE_API_KEY``, ``REFEREE_PATIENCE_S``, ``REFEREE_ENVIRONMENT`` (default ``python``),
-``REFEREE_VERIFIER`` (default ``math``), ``REFEREE_FEEDBACK_TEMPLATE`` (``{observation}`` is
-replaced).
+``REFEREE_VERIFIER`` (default ``math``), ``REFEREE_TOOL_FORMAT`` (``hermes`` or ``code``),
+``REFEREE_FEEDBACK_TEMPLATE`` (``{observation}`` is replaced; the format's own by default).
 """
 
 from __future__ import annotations
@@ -41,6 +48,11 @@ FEEDBACK_TEMPLATE = (
     "\n<|im_start|>user\n<tool_response>\n{observation}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
 )
 TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+# The `code` format: the last opening Python fence, its block closed at the generation's end.
+CODE_FENCE = re.compile(r"```(?:python3?|py)[ \t]*\n")
+CODE_BLOCK_END = re.compile(r"\n?```\s*(?:</code>\s*)?$")
+CODE_FEEDBACK_TEMPLATE = "\n```output\n{observation}\n```\n"
+TOOL_FORMATS = ("hermes", "code")
 
 
 def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -64,6 +76,23 @@ def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
     return str(call.get("name", "")), arguments if isinstance(arguments, dict) else {}
 
 
+def parse_code_block(text: str) -> tuple[str, dict[str, Any]] | None:
+    """The `code` format's tool call: the code of a Python block the generation ends with."""
+    fences = list(CODE_FENCE.finditer(text))
+    if not fences:
+        return None
+    body = text[fences[-1].end() :]
+    end = CODE_BLOCK_END.search(body)
+    if end is None or "```" in body[: end.start()]:  # not closed, or text after the block
+        return None
+    return "python", {"code": body[: end.start()]}
+
+
+def parse_action(text: str, tool_format: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool call a generation makes in `tool_format` (see the module's docstring), if any."""
+    return parse_code_block(text) if tool_format == "code" else parse_tool_call(text)
+
+
 def task_of(label: Any, prompt: str, verifier: str) -> dict[str, Any]:
     """The episode's task from a sample's label (see the module's docstring)."""
     parsed = label
@@ -84,7 +113,11 @@ class AgentInstance(AgentInstanceBase):
         self.service = ServiceConfig.from_env()
         self.environment = setting("REFEREE_ENVIRONMENT", "python")
         self.verifier = setting("REFEREE_VERIFIER", "math")
-        self.template = setting("REFEREE_FEEDBACK_TEMPLATE", FEEDBACK_TEMPLATE)
+        self.tool_format = setting("REFEREE_TOOL_FORMAT", "hermes")
+        if self.tool_format not in TOOL_FORMATS:
+            raise ValueError(f"REFEREE_TOOL_FORMAT is {self.tool_format!r}; one of {', '.join(TOOL_FORMATS)}")
+        default = CODE_FEEDBACK_TEMPLATE if self.tool_format == "code" else FEEDBACK_TEMPLATE
+        self.template = setting("REFEREE_FEEDBACK_TEMPLATE", default)
         self.episode: Episode | None = None
         self.tool_calls = 0
 
@@ -104,7 +137,7 @@ class AgentInstance(AgentInstanceBase):
     async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         assert self.episode is not None, "reset() starts the episode"
         client, episode = self.service.client(), self.episode
-        call = parse_tool_call(states["action_text"])
+        call = parse_action(states["action_text"], self.tool_format)
         if call is not None:
             self.tool_calls += 1
             try:
