@@ -85,6 +85,7 @@ bench: $(STAMP) sandbox-image
 	$(BIN)/python -m bench.bench_groups_overhead
 	$(BIN)/python -m bench.bench_math
 	$(BIN)/python -m bench.bench_sandbox
+	$(BIN)/python -m bench.bench_code_throughput
 	$(BIN)/python -m bench.bench_sessions
 	$(BIN)/python -m bench.bench_logic
 
