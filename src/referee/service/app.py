@@ -64,6 +64,7 @@ def create_app(runtime: Runtime | None = None) -> FastAPI:
     metrics = Metrics(runtime.pool, runtime.admission, runtime.judges, runtime.code_sessions)
     runtime.observe(metrics.observe_verdict)
     metrics.watch_episodes(runtime.environments.episodes.counters)
+    metrics.watch_compile_cache(runtime.resources.sandbox)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

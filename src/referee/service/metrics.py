@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 from referee.environments import EpisodeCounters
 from referee.judges import JudgeClients
 from referee.models import Verdict
+from referee.sandbox import SandboxPool
 from referee.scoring import Admission, WorkerPool
 from referee.sessions import CodeSessions
 
@@ -199,6 +200,25 @@ class _EpisodeCollector(Collector):
             yield CounterMetricFamily(name, doc, value=value)
 
 
+class _CompileCacheCollector(Collector):
+    """The sandbox pool's compile cache (sandbox/compile_cache.py), read at scrape time."""
+
+    def __init__(self, sandbox: SandboxPool) -> None:
+        self._cache = sandbox.compile_cache
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        stats = self._cache.stats
+        for name, doc, value in (
+            ("hits", "Submissions whose compile came from the compile cache", stats["hits"]),
+            ("misses", "Submissions compiled in their container (not in the compile cache)", stats["misses"]),
+            ("evictions", "Compiled programs the compile cache's bound pushed out", stats["evicted"]),
+        ):
+            yield CounterMetricFamily(f"referee_sandbox_compile_cache_{name}", doc, value=value)
+        yield GaugeMetricFamily(
+            "referee_sandbox_compile_cache_bytes", "Bytes the compile cache holds", value=self._cache.bytes
+        )
+
+
 class Metrics:
     def __init__(
         self,
@@ -259,3 +279,8 @@ class Metrics:
     def watch_episodes(self, counters: EpisodeCounters) -> None:
         """Also export the environments' episode counters."""
         self.registry.register(_EpisodeCollector(counters))
+
+    def watch_compile_cache(self, sandbox: object) -> None:
+        """Also export the sandbox pool's compile cache (when there is a pool: not a stand-in)."""
+        if isinstance(sandbox, SandboxPool):
+            self.registry.register(_CompileCacheCollector(sandbox))
