@@ -15,22 +15,29 @@ import pytest
 from referee.sandbox.hardening import LABEL
 from referee.sandbox.pool import SandboxPool
 from referee.verifiers import Resources
-from referee.verifiers.base import Check
+from referee.verifiers.base import Check, VerifierError
 from referee.verifiers.code import CodeOptions, CodeVerifier
 from tests.sandbox.helpers import docker_client, make_sandbox_settings, run_instance
 
 pytestmark = pytest.mark.docker
 
 
-async def _judge(
+async def judge_group(
     pool: SandboxPool, programs: list[str], reference: dict[str, Any], **options: Any
-) -> list[Check]:
+) -> list[Check | VerifierError]:
+    """The programs judged as a group, through the verifier's own validation and preparation."""
     verifier = CodeVerifier()
     opts = CodeOptions.model_validate(options)
     ref = verifier.validate_reference(reference)
     verifier.validate_inputs(ref, opts)
     prepared = verifier.prepare(ref, opts)
-    checks = await verifier.check_group(programs, prepared, opts, Resources(sandbox=pool))
+    return list(await verifier.check_group(programs, prepared, opts, Resources(sandbox=pool)))
+
+
+async def _judge(
+    pool: SandboxPool, programs: list[str], reference: dict[str, Any], **options: Any
+) -> list[Check]:
+    checks = await judge_group(pool, programs, reference, **options)
     assert all(isinstance(c, Check) for c in checks), checks
     return [c for c in checks if isinstance(c, Check)]
 

@@ -22,7 +22,11 @@ PYTHON_FILES = sorted(name for name in IN_IMAGE_FILES if name.endswith(".py"))
 def test_the_image_gets_exactly_the_in_container_folder() -> None:
     """A file added to in_container/ ships in the image (and its recipe hash), and nothing from
     outside it does."""
-    on_disk = {p.name for p in IN_CONTAINER.iterdir() if p.is_file() and p.suffix in (".py", ".js")}
+    on_disk = {
+        p.relative_to(IN_CONTAINER).as_posix()
+        for p in IN_CONTAINER.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     assert set(IN_IMAGE_FILES) == on_disk - {"__init__.py"}
     assert (REPO / IN_IMAGE_SOURCE).resolve() == IN_CONTAINER
     copied = [line.split()[1] for line in dockerfile_text().splitlines() if line.startswith("COPY ")]
@@ -57,6 +61,7 @@ def test_the_script_tester_finds_its_siblings_as_a_script(tmp_path: Path) -> Non
     own folder. Run as the template runs it (a `__main__` with `__file__` set, not named
     `__main__` here so it does not start), by an isolated interpreter without site-packages."""
     for name in IN_IMAGE_FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)  # testlib/ has its own folder
         (tmp_path / name).write_bytes((IN_CONTAINER / name).read_bytes())
     script = tmp_path / "script_tester.py"
     probe = (

@@ -300,11 +300,19 @@ def test_codeforces_rows_without_checker_are_stdio_tests() -> None:
     assert _ref(codeforces_row(language="cpp", generated_checker="  ")).language == "cpp"
 
 
+def test_codeforces_rows_with_a_generated_checker_are_judged_by_it() -> None:
+    source = "import sys\nprint(1)\n"
+    ref = _ref(codeforces_row(generated_checker=source))
+    assert ref.checker is not None
+    assert (ref.checker.language, ref.checker.source, ref.checker.convention) == ("python", source, "open-r1")
+    assert _pairs(ref) == [("1 2\n", "3\n"), ("-4 4\n", "0\n")]  # the answers the checker gets
+
+
 @pytest.mark.parametrize(
     ("changes", "error"),
     [
         ({"interaction_format": "Print `? x` to ask..."}, "2000/A is interactive: it needs an interactor"),
-        ({"generated_checker": "def check(i, o, a): ..."}, "judged by a checker program"),
+        ({"generated_checker": ["not", "source"]}, "generated_checker must be the checker's Python source"),
         ({"input_mode": "file"}, "reads and writes files"),
         ({"official_tests": []}, "has no official tests"),
         ({"official_tests": [{"input": "1"}]}, "official_tests must be"),

@@ -5,6 +5,13 @@ Other packages use only the names below (enforced by tests/test_layering.py).
 """
 
 from referee.sandbox import judge
+from referee.sandbox.checker_format import (
+    CheckedAnswer,
+    CheckerConvention,
+    CheckerLanguage,
+    CheckerProgram,
+    checker_outcome,
+)
 from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
 from referee.sandbox.pool import SandboxPool
@@ -42,6 +49,10 @@ __all__ = [
     "SESSION_LANGUAGES",
     "CallOutcome",
     "CallStatus",
+    "CheckedAnswer",
+    "CheckerConvention",
+    "CheckerLanguage",
+    "CheckerProgram",
     "Job",
     "Judgement",
     "Language",
@@ -60,6 +71,7 @@ __all__ = [
     "TestRun",
     "TestVerdict",
     "call_wait_s",
+    "checker_outcome",
     "judge",
     "judge_script",
     "plan_script",

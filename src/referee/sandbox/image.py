@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from referee.sandbox.checker_format import TESTLIB_PRECOMPILE
 from referee.sandbox.languages import image_packages, image_setup_commands
 from referee.sandbox.settings import SandboxSettings, docker_module
 
@@ -46,6 +47,11 @@ IN_IMAGE_FILES = (
     "tagged.py",
     "session_host.py",
     "session_kernel.py",
+    "checker_runner.py",
+    # testlib (vendored, MIT: testlib/README.md says from where), for C++ checker programs.
+    "testlib/testlib.h",
+    "testlib/LICENSE",
+    "testlib/README.md",
 )
 IN_IMAGE_SOURCE = "src/referee/sandbox/in_container"  # their folder in the repository
 RECIPE_LABEL = "org.referee.sandbox.recipe"
@@ -70,7 +76,7 @@ def base_recipe(settings: SandboxSettings) -> dict[str, Any]:
 
 def recipe_hash(settings: SandboxSettings) -> str:
     files = {name: hashlib.sha256((IN_CONTAINER / name).read_bytes()).hexdigest() for name in IN_IMAGE_FILES}
-    setup = [*image_setup_commands(), BYTECODE_INSTRUCTION]
+    setup = [*image_setup_commands(), TESTLIB_INSTRUCTION, BYTECODE_INSTRUCTION]
     return _digest(
         {"base": _digest(base_recipe(settings)), "files": files, "layout": LAYOUT_VERSION, "setup": setup}
     )
@@ -80,6 +86,8 @@ def recipe_hash(settings: SandboxSettings) -> str:
 # every function/assert/script test: compiled once into the read-only image instead of by every
 # test process.
 BYTECODE_INSTRUCTION = "RUN python3 -m compileall -q /opt/referee\n"
+# testlib.h precompiled for the checkers' flags (after its COPY: it needs the header).
+TESTLIB_INSTRUCTION = f"RUN {TESTLIB_PRECOMPILE}\n"
 
 
 def _setup_instructions() -> str:
@@ -111,6 +119,7 @@ def dockerfile_text(settings: SandboxSettings | None = None) -> str:
         " && mkdir -p /work /opt/referee && chmod 1777 /work\n"
         + _setup_instructions()
         + "".join(f"COPY {IN_IMAGE_SOURCE}/{name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
+        + TESTLIB_INSTRUCTION
         + BYTECODE_INSTRUCTION
         + _final_instructions()
     )
@@ -238,6 +247,7 @@ def _context_tar(base_ref: str, recipe: str) -> bytes:
         f"FROM {base_ref}\n"
         + _setup_instructions()
         + "".join(f"COPY {name} /opt/referee/{name}\n" for name in IN_IMAGE_FILES)
+        + TESTLIB_INSTRUCTION
         + BYTECODE_INSTRUCTION
         + f'LABEL {RECIPE_LABEL}="{recipe}"\n'
         + _final_instructions()

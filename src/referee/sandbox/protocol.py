@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from referee.sandbox.checker_format import CheckerProgram, checker_budget_s
 from referee.sandbox.hardening import CANDIDATE_ENV
 from referee.sandbox.languages import PYTHON_TESTER, Language
 from referee.sandbox.run_limits import Limits, supervisor_deadline_s
@@ -24,6 +25,8 @@ class TestInput:
     stdin: bytes = b""
     # function/assert: the spec handed to the harness on fd 3 (never the expected value).
     spec: bytes | None = None
+    # stdio judged by a checker: the reference's answer, its third argument (checker_format.py).
+    answer: bytes | None = None
 
 
 # How one test was judged. Candidate-caused failures are verdicts like any other; only the
@@ -53,6 +56,12 @@ class Job:
     # Judges one finished test as soon as it arrives, in a worker thread: (verdict, reason).
     # With it, the pool keeps only a short prefix of each test's output (not MAX_TESTS x cap).
     judge: Callable[[int, TestRun], Judgement] | None = None
+    # stdio tests judged by the problem's checker program, run in the container after each test.
+    checker: CheckerProgram | None = None
+
+    def checker_budget_s(self, tests: int) -> float:
+        """What the checker adds to the wait for `tests` tests (compile, one run per test)."""
+        return checker_budget_s(self.checker, self.limits.compile_timeout_s, tests)
 
 
 @dataclass(slots=True)
@@ -83,6 +92,7 @@ class TestRun:
     clean: bool = True
     note: str | None = None
     verdict: Judgement | None = None  # set when the job's judge already ran
+    checker: dict[str, Any] | None = None  # how the checker ended on it (checker_format.py)
 
     @classmethod
     def from_message(cls, msg: dict[str, Any]) -> TestRun:
@@ -106,6 +116,7 @@ class TestRun:
             result=base64.b64decode(result) if result is not None else None,
             tampered=bool(msg.get("tampered")),
             clean=bool(msg.get("clean", True)),
+            checker=msg.get("checker"),
         )
 
 
@@ -145,7 +156,12 @@ def encode_request(
         "harness": list(PYTHON_TESTER) if job.mode == "script" else list(lang.harness or ()) or None,
         "mode": job.mode,
         "tests": [
-            {"stdin": b64(t.stdin), "spec": b64(t.spec) if t.spec is not None else None} for t in job.tests
+            {
+                "stdin": b64(t.stdin),
+                "spec": b64(t.spec) if t.spec is not None else None,
+                "answer": b64(t.answer) if t.answer is not None else None,
+            }
+            for t in job.tests
         ],
         "indices": indices,
         "time_s": lim.time_s,
@@ -156,8 +172,9 @@ def encode_request(
         "stderr_bytes": lim.stderr_bytes,
         "open_files": lim.open_files,
         "file_size_mb": lim.file_size_mb,
-        "deadline_s": supervisor_deadline_s(lim, len(indices)),
+        "deadline_s": supervisor_deadline_s(lim, len(indices)) + job.checker_budget_s(len(indices)),
         "env": dict(CANDIDATE_ENV),
+        "checker": job.checker.request() if job.checker is not None else None,
         "precompiled": precompiled,
         "return_compiled_bytes": return_compiled_bytes,
     }

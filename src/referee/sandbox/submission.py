@@ -48,7 +48,8 @@ async def run_tests(
     tells whether the program was compiled (then something of the candidate ran).
     `cached`: the program's compile cache entry to send, or where its compile is stored."""
     lim = job.limits
-    budget = host_wait_s(lim, len(pending))  # the supervisor ends its own work inside it
+    # the supervisor ends its own work inside it
+    budget = host_wait_s(lim, len(pending)) + job.checker_budget_s(len(pending))
     fields = cached.request_fields() if cached is not None else {}
     await container.send(encode_request(job, pending, **fields))
     async for msg in container.messages(time.monotonic() + budget):

@@ -7,6 +7,9 @@ passed/total), and the overall verdict is the verdict of the first failing test 
 An assert that involves no program expression (`assert True`) is not a test: it is not run
 nor counted. The stdout cap per test is the reference's `output_limit_bytes`, else the
 option's, else the service's (1 MiB); a problem whose expected output exceeds it is refused.
+A stdio problem may carry a `checker` program that judges each output instead of the text
+comparison (several outputs can be right): see referee.sandbox.checker_format; a checker that
+fails is no verdict (status error, masked), never a 0.
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from referee.sandbox import judge
+from referee.sandbox.checker_format import (
+    CheckedAnswer,
+    CheckerConvention,
+    CheckerLanguage,
+    CheckerProgram,
+    checker_outcome,
+)
 from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
 from referee.sandbox.protocol import (
@@ -50,6 +60,7 @@ STARVED = "the node kept the program from a CPU past its wall-clock backstop"
 STARVED_PAUSE_S = 1.0
 MAX_OUTPUT_LIMIT = 16 << 20
 MAX_SETUP_CHARS = 1 << 20
+MAX_CHECKER_CHARS = 1 << 20
 NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
 
 
@@ -64,6 +75,23 @@ class FunctionTest(BaseModel):
     fn_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     args: list[Any] = Field(default_factory=list)
     expected: Any
+
+
+class CheckerSpec(BaseModel):
+    """A problem's checker program (referee.sandbox.checker_format has the conventions)."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: CheckerLanguage = Field(description="cpp (testlib.h is on the include path) or python.")
+    source: str = Field(min_length=1, max_length=MAX_CHECKER_CHARS)
+    convention: CheckerConvention = Field(
+        default="testlib",
+        description=(
+            "testlib: `checker <input> <output> <answer>`, exit 0 accepted, 1/2 wrong answer, 7 "
+            "points (`points <p>`, p in [0, 1]), 3 the checker's failure (no verdict); open-r1: "
+            "open-r1/codeforces' generated_checker, `checker.py <input> <answer> <output>` "
+            "printing 1 (accepted) or 0."
+        ),
+    )
 
 
 class CodeReference(BaseModel):
@@ -96,6 +124,14 @@ class CodeReference(BaseModel):
             "(HumanEval: `check(candidate)` is called with it)."
         ),
     )
+    checker: CheckerSpec | None = Field(
+        default=None,
+        description=(
+            "stdio tests: a program that judges each output instead of comparing it with the "
+            "test's output (which becomes the checker's answer file), run in the sandbox apart "
+            "from the program; its failure is no verdict (status error)."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -119,6 +155,8 @@ class CodeReference(BaseModel):
             self.test_format == "assert" or (self.test_format, self.language) == ("function", "python")
         ):
             raise ValueError("setup belongs to Python assert and function tests: stdio has no setup")
+        if self.checker is not None and self.test_format != "stdio":
+            raise ValueError("checker belongs to stdio tests: it judges a program's output")
         if want is str:
             if not isinstance(self.tests, str):
                 raise ValueError("assert tests must be a string of assert statements")
@@ -202,6 +240,7 @@ class Prepared:
     largest_output: int = 0  # bytes of the largest expected stdout (what a correct program prints)
     setup: str | None = None  # function tests: run before the program (code_formats.with_setup)
     fn_names: tuple[str, ...] = ()
+    checker: CheckerProgram | None = None  # stdio: judges each output (expected: CheckedAnswer)
     notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
 
 
@@ -217,8 +256,8 @@ def service_output_limit(resources: Resources | None) -> int:
 def largest_expected_output(reference: CodeReference) -> tuple[int, int]:
     """(bytes, 1-based test number) of the largest expected stdout, without trailing whitespace
     (which the judge ignores); (0, 0) for the function and assert formats."""
-    if reference.test_format != "stdio" or not isinstance(reference.tests, list):
-        return 0, 0
+    if reference.test_format != "stdio" or not isinstance(reference.tests, list) or reference.checker:
+        return 0, 0  # with a checker, the expected output is its answer, not what is printed
     best = (0, 0)
     for i, test in enumerate(reference.tests, 1):
         if isinstance(test, StdioTest) and 4 * len(test.output) > best[0]:  # <= 4 bytes a char
@@ -304,6 +343,11 @@ def classify(
         if run.signal is not None:
             return "runtime_error", f"killed by {signal.Signals(run.signal).name}"
         return "runtime_error", f"exit status {run.exit_code}"
+    if isinstance(expected, CheckedAnswer):  # a failed checker makes the response an error instead
+        outcome = checker_outcome(run.checker, expected.convention)
+        if outcome.accepted:
+            return "accepted", None
+        return "wrong_answer", f"checker: {outcome.failure or outcome.message}"
     if mode == "stdio":
         ok, reason = judge.compare_stdio(run.stdout, expected, convention=convention)
         return ("accepted", None) if ok else ("wrong_answer", reason)
@@ -350,6 +394,37 @@ def classify_safely(
         return classify(run, language, mode, expected, convention)
     except Exception as exc:
         return "runtime_error", f"the judge could not evaluate the result: {type(exc).__name__}"
+
+
+def _partial_credit(
+    run: RunResult, prep: Prepared, verdicts: list[TestVerdict], per_test: list[dict[str, Any]]
+) -> float:
+    """The points a checker gave the tests it did not accept (testlib's `points`, in [0, 1]),
+    noted in their entries; 0 without a checker."""
+    total = 0.0
+    if prep.checker is None or not run.compile_ok:
+        return total
+    for test_run, expected, verdict, entry in zip(run.tests, prep.expected, verdicts, per_test, strict=True):
+        if verdict == "accepted" or test_run is None or test_run.checker is None:
+            continue
+        credit = checker_outcome(test_run.checker, expected.convention).credit
+        if credit > 0:
+            entry["points"] = credit
+            total += credit
+    return total
+
+
+def checker_failure(run: RunResult, prep: Prepared) -> str | None:
+    """Why the problem's checker gave no verdict on some test (it failed, timed out, did not
+    compile), or None: such a response is an error, whatever its other tests did."""
+    if prep.checker is None:
+        return None
+    for index, (test_run, expected) in enumerate(zip(run.tests, prep.expected, strict=True), 1):
+        if test_run is not None and test_run.checker is not None:
+            failure = checker_outcome(test_run.checker, expected.convention).failure
+            if failure is not None:
+                return f"test {index}: {failure}"
+    return None
 
 
 def _shown(data: bytes) -> str:
@@ -447,6 +522,20 @@ class CodeVerifier(AsyncVerifier):
                 fn_names=tuple(sorted({t.fn_name for t in ftests})),
             )
         stests = [t for t in ref.tests if isinstance(t, StdioTest)]
+        if ref.checker is not None:
+            spec = ref.checker
+            checker = CheckerProgram(
+                spec.language, spec.source.encode("utf-8", "surrogatepass"), spec.convention
+            )
+            return Prepared(
+                lang,
+                "stdio",
+                tuple(TestInput(stdin=t.input.encode(), answer=t.output.encode()) for t in stests),
+                tuple(CheckedAnswer(t.output, spec.convention) for t in stests),
+                ref.output_limit_bytes,
+                checker=checker,
+                notes={"judged_by": f"checker ({spec.language}, {spec.convention})"},
+            )
         return Prepared(
             lang,
             "stdio",
@@ -499,7 +588,8 @@ class CodeVerifier(AsyncVerifier):
                 per_test.append(entry)
         passed = verdicts.count("accepted")
         first_fail: TestVerdict = next((v for v in verdicts if v != "accepted"), "accepted")
-        score = passed / total if options.reward == "fraction" else float(passed == total)
+        credit = passed + _partial_credit(run, prep, verdicts, per_test)
+        score = credit / total if options.reward == "fraction" else float(passed == total)
         details: dict[str, Any] = {
             "verdict": first_fail,
             "passed": passed,
@@ -539,7 +629,9 @@ class CodeVerifier(AsyncVerifier):
                 test_run, prep.language, prep.mode, prep.expected[index], options.stdio_convention
             )
 
-        job = Job(prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one)
+        job = Job(
+            prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one, checker=prep.checker
+        )
         retries = pool.settings.starved_retries
         for attempt in range(retries + 1):
             if attempt:  # a starved run says the node is saturated now: give it a moment
@@ -548,6 +640,9 @@ class CodeVerifier(AsyncVerifier):
                 run = await pool.run(job)
             except SandboxUnavailable as exc:
                 return VerifierError(f"code sandbox unavailable: {exc}")
+            failure = checker_failure(run, prep)
+            if failure is not None:  # the problem's checker, not the program: no verdict
+                return VerifierError(f"the problem's checker failed on {failure}"[:500])
             if not any(test is not None and test.status == "starved" for test in run.tests):
                 return await asyncio.to_thread(self._check, run, prep, options)
             if options.reward == "binary" and await asyncio.to_thread(

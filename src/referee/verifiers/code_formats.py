@@ -3,9 +3,9 @@
 `canonical(row)` recognises a stored row and returns the canonical reference dict
 (`{"language", "test_format", "tests", ...}`); anything it does not recognise comes back
 unchanged for CodeReference to validate. Pure functions: no I/O, nothing run. A row that needs
-what the verifier cannot do yet -- a checker program (several valid answers), an interactor, file
-input -- raises ValueError with the reason (a 422 through the service), never silently judged by
-exact comparison, which would mark valid answers wrong.
+what the verifier cannot do yet -- an interactor, file input -- raises ValueError with the
+reason (a 422 through the service), never silently judged by exact comparison, which would mark
+valid answers wrong.
 
 The formats, each matched against its upstream loader:
 
@@ -293,20 +293,19 @@ def livecodebench(row: dict[str, Any]) -> dict[str, Any]:
 
 def codeforces(row: dict[str, Any]) -> dict[str, Any]:
     """open-r1/codeforces (its dataset card; open_r1/utils/competitive_programming/cf_scoring.py
-    scores it): `official_tests` `[{"input", "output"}]` are stdio tests. Refused: interactive
-    problems (`interaction_format`), problems judged by a checker (`generated_checker`: several
-    answers are valid) and `input_mode` "file"; `examples`, `time_limit`, `memory_limit` and the
-    generated tests (stored apart, `generated_tests` is their count) are not used."""
+    scores it): `official_tests` `[{"input", "output"}]` are stdio tests, judged by the row's
+    `generated_checker` when it has one (several answers are valid: a Python checker in open-r1's
+    convention, see referee.sandbox.checker_format). Refused: interactive problems
+    (`interaction_format`) and `input_mode` "file"; `examples`, `time_limit`, `memory_limit` and
+    the generated tests (stored apart, `generated_tests` is their count) are not used."""
     problem = row.get("id") or "this problem"
     if (row.get("interaction_format") or "").strip():
         raise ValueError(
             f"{problem} is interactive: it needs an interactor program, which the code verifier does not run yet"
         )
-    if (row.get("generated_checker") or "").strip():
-        raise ValueError(
-            f"{problem} is judged by a checker program (generated_checker: several outputs can be right), "
-            "which the code verifier does not run yet; comparing outputs exactly would mark valid answers wrong"
-        )
+    checker = row.get("generated_checker") or ""
+    if not isinstance(checker, str):
+        raise ValueError("generated_checker must be the checker's Python source")
     if (row.get("input_mode") or "stdio") != "stdio":
         raise ValueError(
             f"{problem} reads and writes files (input_mode {row['input_mode']!r}): only stdio is run"
@@ -318,11 +317,14 @@ def codeforces(row: dict[str, Any]) -> dict[str, Any]:
         raise ValueError('official_tests must be a list of {"input", "output"}')
     if not tests:
         raise ValueError(f"{problem} has no official tests")
-    return {
+    reference = {
         **_kept(row),
         "test_format": "stdio",
         "tests": [{"input": t["input"], "output": t["output"]} for t in tests],
     }
+    if checker.strip():
+        reference["checker"] = {"language": "python", "source": checker, "convention": "open-r1"}
+    return reference
 
 
 def with_setup(setup: str, program: str, fn_names: list[str]) -> str:

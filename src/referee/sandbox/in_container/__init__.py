@@ -18,12 +18,16 @@ from the script's own folder in the image.
 - script_tester.py runs ONE `script` test: trusted test code in its own process, the program in
                    another
 - tagged.py        type-tagged values decoded into plain Python (the host's judges and the tester)
+- checker_runner.py a problem's checker program: compiled before the candidate, run after each
+                   test as a uid of its own on files the candidate cannot touch (docs/security.md)
+- testlib/         testlib.h (vendored, MIT; its README says from where) for C++ checkers
 
 Each test format has a host half that plans and judges it and an in-container half that runs it:
 
 | format   | host (plans, judges)                | in the container (runs)               |
 |----------|-------------------------------------|---------------------------------------|
 | stdio    | judge.compare_stdio                 | supervisor.py (the program itself)    |
+| + checker| checker_format.checker_outcome      | checker_runner.py (after each test)   |
 | function | judge.values_equal                  | call_harness.py, call_harness.js      |
 | assert   | assert_format.py (+ assert_eval.py) | call_harness.py (the program's calls) |
 | script   | script_format.py                    | script_tester.py                      |

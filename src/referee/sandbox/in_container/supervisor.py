@@ -52,9 +52,10 @@ import sys
 import time
 
 if __package__:  # imported on the host (tests): the package's own module
-    from . import kernel_stats, session_host
+    from . import checker_runner, kernel_stats, session_host
 else:  # a script in the image: its siblings in /opt/referee (-I leaves the script's folder out)
     sys.path.insert(0, os.path.dirname(__file__))
+    import checker_runner  # type: ignore[no-redef]
     import kernel_stats  # type: ignore[no-redef]
     import session_host  # type: ignore[no-redef]
 
@@ -968,15 +969,19 @@ def serve(sup, req, uid, received):
     deadline = received + req["deadline_s"] if req.get("deadline_s") else None
     source = base64.b64decode(req["source"])
     files = {req["source_file"]: (source, 0o644)}
+    # A problem's checker is prepared first: nothing of the candidate exists yet.
+    checker = None
+    if req.get("checker"):
+        checker = checker_runner.prepare(sup, sys.modules[__name__], req, uid, deadline)
     compiled, code_fd = compile_program(sup, req, uid, files, deadline)
     try:
-        return serve_tests(sup, req, uid, files, compiled, code_fd, deadline)
+        return serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker)
     finally:
         if code_fd is not None:
             os.close(code_fd)
 
 
-def serve_tests(sup, req, uid, files, compiled, code_fd, deadline):
+def serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker=None):
     """The tests, in order. Once the compiler or one test was starved (`starved`: the node
     kept it from a CPU), the answer is no verdict anyway: the remaining tests are reported
     `starved` without being run, which spares the busy node their load."""
@@ -1017,6 +1022,13 @@ def serve_tests(sup, req, uid, files, compiled, code_fd, deadline):
         # candidates (oom_score_adj 1000), and page cache is reclaimed before anyone is killed.
         res["memory_exceeded"] = bool(limit_kb and ((peaks and max(peaks) > limit_kb) or res["oom"]))
         res["cpu_limit_s"] = cpu_limit_s
+        passed = res["status"] == "exited" and res["exit_code"] == 0 and not res["memory_exceeded"]
+        if checker is not None and passed and res["clean"] and not res["tampered"]:
+            stdin, stdout = base64.b64decode(test.get("stdin", "")), base64.b64decode(res["stdout"])
+            answer = base64.b64decode(test.get("answer") or "")
+            res["checker"] = checker_runner.check(
+                sup, sys.modules[__name__], checker, req, uid, stdin, stdout, answer, deadline
+            )
         send({"type": "test", "index": index, **res})
         if res["tampered"] or not res["clean"]:
             return False
