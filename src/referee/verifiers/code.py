@@ -19,7 +19,7 @@ import json
 import re
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -46,6 +46,7 @@ from referee.sandbox.protocol import (
 from referee.sandbox.run_limits import Limits
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
+from referee.sandbox.typed_harness import function_language, supports_functions, with_harness
 from referee.verifiers import code_formats, extract
 from referee.verifiers.base import AsyncVerifier, Check, CodeSandbox, Lane, Resources, Verifier, VerifierError
 
@@ -146,8 +147,9 @@ class CodeReference(BaseModel):
         lang = LANGUAGES.get(self.language)
         if lang is None:
             raise ValueError(f"language must be one of {sorted(LANGUAGES)}")
-        if self.test_format not in lang.formats:
-            raise ValueError(f"{self.language} supports the formats {sorted(lang.formats)}")
+        formats = lang.formats | ({"function"} if supports_functions(lang) else set())
+        if self.test_format not in formats:
+            raise ValueError(f"{self.language} supports the formats {sorted(formats)}")
         want = {"stdio": StdioTest, "function": FunctionTest, "assert": str}[self.test_format]
         if self.entry_point and self.test_format != "assert":
             raise ValueError("entry_point belongs to Python assert tests")
@@ -610,6 +612,10 @@ class CodeVerifier(AsyncVerifier):
     ) -> Check | VerifierError:
         if prep.setup is not None:
             program = code_formats.with_setup(prep.setup, program, list(prep.fn_names))
+        if prep.mode == "function" and supports_functions(prep.language):
+            # A typed language's function tests: the program and its harness, compiled together.
+            program = with_harness(prep.language.name, program, list(prep.fn_names))
+            prep = replace(prep, language=function_language(prep.language))
         source = program.encode("utf-8", "surrogatepass")
         if len(source) > pool.settings.max_source_bytes:
             return Check(
