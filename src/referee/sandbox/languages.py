@@ -56,6 +56,41 @@ PYTHON_SYNTAX_CHECK = (
 )
 
 
+# The JVM as every JVM language runs: small and quick to start (serial GC, C1 only, no perf
+# data file), its heap sized from the container's memory so that the heap limit is reached
+# before the container's: an uncaught OutOfMemoryError, its stack trace, exit status 1.
+JVM_RUN = (
+    "java",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:MaxRAMPercentage=75",
+    "-XX:-UsePerfData",
+    "-Xss64m",
+    "-jar",
+)
+JVM_MEMORY_MARKERS = (b"java.lang.OutOfMemoryError",)
+JVM_MEMORY_ERROR_LINE = rb'Exception in thread "main" java\.lang\.OutOfMemoryError(: .*)?'
+JVM_STACK_TRACE = rb"\s+at .*|\s+\.\.\. \d+ more"
+# TypeScript's "compile": the compiler's transpileModule strips the types (syntax errors are
+# compile_error, as for JavaScript's `node --check`) and writes sol.js for node. No type
+# check: bookworm packages no @types/node, without which `require`, `process` and any Node
+# module are type errors in every stdio program, and Deno, Bun, esbuild and ts-node's
+# transpile-only mode run TypeScript the same way.
+TYPESCRIPT_TRANSPILE = (
+    "node",
+    "-e",
+    'const fs = require("fs"), ts = require("/usr/share/nodejs/typescript");\n'
+    'const out = ts.transpileModule(fs.readFileSync("sol.ts", "utf8"), {fileName: "sol.ts",'
+    " reportDiagnostics: true, compilerOptions: {target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.CommonJS}});\n"
+    "if (out.diagnostics.length) {\n"
+    "  console.error(ts.formatDiagnostics(out.diagnostics, {getCanonicalFileName: (f) => f,"
+    ' getCurrentDirectory: () => ".", getNewLine: () => "\\n"}));\n'
+    "  process.exit(1);\n"
+    "}\n"
+    'fs.writeFileSync("sol.js", out.outputText);\n',
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Language:
     name: str
@@ -91,6 +126,10 @@ class Language:
     # Lines the runtime prints after that line (the JVM's stack trace), skipped before
     # looking for it.
     memory_error_trace: bytes | None = None
+    # How much slower than C++ this language is allowed to be: its tests' time limit is the
+    # problem's times this factor when the verdict asks for per-language limits (run_limits.
+    # for_language; measured and chosen in docs/verifiers/code.md, "Per-language time limits").
+    time_factor: float = 1.0
 
 
 LANGUAGES: dict[str, Language] = {
@@ -110,6 +149,7 @@ LANGUAGES: dict[str, Language] = {
             memory_markers=(b"MemoryError",),
             memory_error_line=rb"MemoryError(: .*)?",
             memory_error_after=b"Traceback (most recent call last):",
+            time_factor=5.0,
         ),
         Language(
             name="c",
@@ -151,19 +191,11 @@ LANGUAGES: dict[str, Language] = {
             artifacts=("main.jar",),
             # The heap limit (-XX:MaxRAMPercentage) is reached before the container's: an
             # uncaught OutOfMemoryError, then its stack trace, and exit status 1.
-            memory_markers=(b"java.lang.OutOfMemoryError",),
-            memory_error_line=rb'Exception in thread "main" java\.lang\.OutOfMemoryError(: .*)?',
-            memory_error_trace=rb"\s+at .*|\s+\.\.\. \d+ more",
-            run=(
-                "java",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                "-XX:MaxRAMPercentage=75",
-                "-XX:-UsePerfData",
-                "-Xss64m",
-                "-jar",
-                "main.jar",
-            ),
+            memory_markers=JVM_MEMORY_MARKERS,
+            memory_error_line=JVM_MEMORY_ERROR_LINE,
+            memory_error_trace=JVM_STACK_TRACE,
+            run=(*JVM_RUN, "main.jar"),
+            time_factor=2.0,
         ),
         Language(
             name="javascript",
@@ -178,6 +210,7 @@ LANGUAGES: dict[str, Language] = {
             # generated main per signature: stdio only for them.
             harness=("node", "/opt/referee/call_harness.js"),
             formats=frozenset({"stdio", "function"}),
+            time_factor=3.0,
         ),
         Language(
             name="go",
@@ -208,6 +241,118 @@ LANGUAGES: dict[str, Language] = {
             compile=("rustc", "--edition", "2021", "-O", "-o", "sol", "main.rs"),
             artifacts=("sol",),
             run=("./sol",),
+        ),
+        Language(
+            name="ruby",
+            fence_tags=("ruby", "rb"),
+            source_file="sol.rb",
+            packages=("ruby",),
+            compile=("ruby", "-c", "sol.rb"),  # syntax only: prints "Syntax OK", runs nothing
+            run=("ruby", "sol.rb"),
+            # NoMemoryError's message, then its backtrace ("\tfrom sol.rb:3:in ...").
+            memory_markers=(b"(NoMemoryError)",),
+            memory_error_line=rb".*: failed to allocate memory \(NoMemoryError\)",
+            memory_error_trace=rb"\s+from .*",
+            time_factor=5.0,
+        ),
+        Language(
+            name="php",
+            fence_tags=("php",),
+            source_file="sol.php",
+            packages=("php-cli",),
+            compile=("php", "-l", "sol.php"),
+            run=("php", "sol.php"),
+            # The CLI has no memory_limit (-1 in Debian's php.ini): the container's limit decides.
+            time_factor=3.0,
+        ),
+        Language(
+            name="lua",
+            fence_tags=("lua",),
+            source_file="sol.lua",
+            packages=("lua5.4",),
+            compile=("luac5.4", "-p", "sol.lua"),  # -p: parse only, no luac.out
+            run=("lua5.4", "sol.lua"),
+            time_factor=3.0,
+        ),
+        Language(
+            name="bash",
+            fence_tags=("bash", "sh", "shell"),
+            source_file="sol.sh",
+            packages=("bash",),
+            compile=("bash", "-n", "sol.sh"),  # -n: read and parse, execute nothing
+            run=("bash", "sol.sh"),
+            time_factor=5.0,
+        ),
+        Language(
+            name="typescript",
+            fence_tags=("typescript", "ts"),
+            source_file="sol.ts",
+            packages=("nodejs", "node-typescript"),
+            compile=TYPESCRIPT_TRANSPILE,
+            artifacts=("sol.js",),
+            run=("node", "sol.js"),
+            time_factor=3.0,
+        ),
+        # C#: Mono's compiler and runtime (bookworm has no .NET SDK). System.Numerics
+        # (BigInteger) is referenced as judges do; System.Core (LINQ) is by default.
+        Language(
+            name="csharp",
+            fence_tags=("csharp", "cs", "c#"),
+            source_file="sol.cs",
+            packages=("mono-mcs", "mono-runtime", "libmono-system-numerics4.0-cil"),
+            compile=("mcs", "-optimize+", "-r:System.Numerics", "-out:sol.exe", "sol.cs"),
+            artifacts=("sol.exe",),
+            run=("mono", "sol.exe"),
+            time_factor=2.0,
+        ),
+        Language(
+            name="haskell",
+            fence_tags=("haskell", "hs"),
+            source_file="sol.hs",
+            packages=("ghc",),
+            # GHC's boot packages only (base, containers, array, bytestring, mtl, text...);
+            # its interface and object files go to /tmp, scrubbed after the program.
+            compile=("ghc", "-O", "-outputdir", "/tmp/ghc", "-o", "sol", "sol.hs"),
+            artifacts=("sol",),
+            run=("./sol",),
+            time_factor=2.0,
+        ),
+        Language(
+            name="ocaml",
+            fence_tags=("ocaml", "ml"),
+            source_file="sol.ml",
+            # ocaml-base spelled out: debootstrap does not resolve the virtual package
+            # (ocaml-base-4.13.1) that ocaml depends on. Native code: ocamlopt links with gcc.
+            packages=("ocaml-nox", "ocaml-base"),
+            compile=("ocamlopt", "-o", "sol", "sol.ml"),
+            artifacts=("sol",),
+            run=("./sol",),
+            time_factor=1.0,
+        ),
+        # Kotlin 1.3 (bookworm's): `readLine()!!`, not 1.6's `readln()`. The compiler runs on
+        # the JVM with its heap sized from the compile's memory limit; the jar carries the
+        # Kotlin runtime, so the program runs as Java's does.
+        Language(
+            name="kotlin",
+            fence_tags=("kotlin", "kt", "kts"),
+            source_file="sol.kt",
+            packages=("kotlin",),
+            compile=(
+                "env",
+                "JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:MaxRAMPercentage=75 -XX:-UsePerfData",
+                "kotlinc",
+                "-nowarn",
+                "sol.kt",
+                "-include-runtime",
+                "-d",
+                "main.jar",
+            ),
+            artifacts=("main.jar",),
+            run=(*JVM_RUN, "main.jar"),
+            memory_markers=JVM_MEMORY_MARKERS,
+            memory_error_line=JVM_MEMORY_ERROR_LINE,
+            memory_error_trace=JVM_STACK_TRACE,
+            time_factor=2.0,
         ),
     )
 }

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from referee.sandbox.languages import Language
 from referee.sandbox.settings import SandboxSettings
 
 
@@ -32,6 +33,19 @@ class Limits:
             file_size_mb=settings.file_size_limit_mb,
             result_bytes=settings.result_limit_bytes,
         )
+
+
+def for_language(limits: Limits, language: Language) -> Limits:
+    """`limits` with the time limit of a test scaled by the language's time_factor, as judges
+    give slower runtimes more time (docs/verifiers/code.md, "Per-language time limits").
+
+    Only the per-test time: the compile limit bounds compilers and syntax checks, which are no
+    slower for a slow runtime, and scaling it would let a compile bomb burn more CPU. Applied
+    host-side before the limits are sent, so the supervisor and the host's wait both see the
+    effective limit."""
+    if language.time_factor == 1.0:
+        return limits
+    return replace(limits, time_s=limits.time_s * language.time_factor)
 
 
 # What the host adds to the limits before it gives up on a supervisor (sandbox/submission.py
