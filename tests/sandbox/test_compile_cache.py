@@ -7,11 +7,13 @@ the rest through a real pool (`docker` marker)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,7 +28,13 @@ from referee.sandbox.compile_cache import (
 )
 from referee.sandbox.in_container import supervisor
 from referee.sandbox.protocol import Judgement, RunResult, TestRun
-from tests.sandbox.helpers import make_sandbox_settings
+from tests.sandbox.helpers import (
+    docker_client,
+    labelled_containers,
+    make_sandbox_settings,
+    sandbox_uid_processes,
+)
+from tests.timing import wait_until_async
 
 LIMITS = Limits(time_s=2.0, memory_mb=256, stdout_bytes=1 << 20, stderr_bytes=4096, compile_timeout_s=20.0)
 SUMS = [(i, i + i % 2) for i in range(6)]  # odd sums at odd i
@@ -180,8 +188,8 @@ def test_the_supervisor_loads_only_the_languages_artifacts_and_no_setuid_bit() -
 
 @asynccontextmanager
 async def started_pool(**settings: object) -> AsyncIterator[SandboxPool]:
-    """A pool of one container (programs one after the other) with these settings."""
-    pool = SandboxPool(make_sandbox_settings(pool_size=1, max_parallel=1, **settings))
+    """A pool of one container (programs one after the other, unless `settings` say otherwise)."""
+    pool = SandboxPool(make_sandbox_settings(**{"pool_size": 1, "max_parallel": 1, **settings}))
     await pool.start()
     try:
         yield pool
@@ -253,3 +261,32 @@ async def test_the_byte_bound_evicts_the_least_recently_used_program(sandbox_ima
         assert pool.compile_cache.stats["evicted"] == 1 and pool.compile_cache.bytes <= 45_000
         assert (await pool.run(job("cpp", programs[0]))).compile_cached
         assert not (await pool.run(job("cpp", programs[1]))).compile_cached
+
+
+# Sleeps on its second test, long enough for the test to kill its container meanwhile.
+CPP_SLOW_SECOND = (
+    "#include <cstdio>\n#include <unistd.h>\n"
+    'int main(){long a,b;scanf("%ld %ld",&a,&b);if(a==1)sleep(3);printf("%ld\\n",a+b);}\n'
+)
+
+
+@pytest.mark.docker
+async def test_tests_moved_to_another_container_are_not_compiled_again(sandbox_image: str) -> None:
+    """The engine kills the container mid-run: the remaining tests go to a new container, which
+    gets the program from the cache (stored when the first one compiled it)."""
+    async with started_pool(pool_size=2, max_parallel=1) as pool:
+        patient = replace(job("cpp", CPP_SLOW_SECOND), limits=replace(LIMITS, time_s=10.0))
+        run = asyncio.create_task(pool.run(patient))
+        await wait_until_async(lambda: pool.compile_cache.stats["stored"] == 1, 60, what="the compile")
+        await asyncio.sleep(0.5)  # the first test takes milliseconds: this is the second's sleep
+        ours = set(labelled_containers())  # other runs' programs may be running on this engine
+        [cid] = {c for c in sandbox_uid_processes().values() if c in ours}
+        client = docker_client()
+        try:
+            await asyncio.to_thread(client.api.kill, cid)
+        finally:
+            client.close()
+        result = await run
+        assert result.containers == 2 and result.compile_cached
+        assert all(v == ("accepted", None) for v in verdicts(result))
+        assert pool.compile_cache.stats == {"hits": 0, "misses": 1, "stored": 1, "evicted": 0}
