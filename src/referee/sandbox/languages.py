@@ -206,8 +206,8 @@ LANGUAGES: dict[str, Language] = {
             compile=("node", "--check", "sol.js"),
             run=("node", "sol.js"),
             # Function tests: a top-level function (or module.exports member) called with JSON
-            # arguments, its value returned as JSON (call_harness.js). Typed languages would need a
-            # generated main per signature: stdio only for them.
+            # arguments, its value returned as JSON (call_harness.js). C++, Java and Go compile a
+            # harness with the program instead (typed_harness.py).
             harness=("node", "/opt/referee/call_harness.js"),
             formats=frozenset({"stdio", "function"}),
             time_factor=3.0,
