@@ -213,6 +213,28 @@ async def test_a_second_submission_is_not_compiled_and_gets_the_same_verdicts(
     assert sandbox_pool.compile_cache.stats["hits"] == 1 and sandbox_pool.compile_cache.stats["misses"] == 1
 
 
+def honest_programs() -> dict[str, str]:
+    """Each compiled language's a+b program, from the languages' own hostile sets."""
+    from tests.sandbox import test_languages, test_languages_more
+
+    programs = {p.language: p.honest for p in (*test_languages.PROGRAMS, *test_languages_more.PROGRAMS)}
+    c = '#include <stdio.h>\nint main(void){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);return 0;}\n'
+    return {"c": c, "cpp": CPP, "java": JAVA, **programs}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("language", [name for name, lang in LANGUAGES.items() if lang.artifacts])
+async def test_every_language_with_artifacts_compiles_a_program_once(
+    sandbox_pool: SandboxPool, language: str
+) -> None:
+    source = honest_programs()[language]
+    first = await sandbox_pool.run(job(language, source))
+    assert first.compile_ok and not first.compile_cached, first.compile_output
+    second = await sandbox_pool.run(job(language, source))
+    assert second.compile_cached and second.compile_time_s == 0
+    assert verdicts(second) == verdicts(first) == [("accepted", None)] * len(TESTS)
+
+
 @pytest.mark.docker
 async def test_another_program_is_compiled(sandbox_pool: SandboxPool) -> None:
     await sandbox_pool.run(job("cpp", CPP))
