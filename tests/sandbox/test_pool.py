@@ -141,6 +141,9 @@ async def test_large_input_and_all_tests_run(sandbox_pool: SandboxPool) -> None:
     check = await _check(sandbox_pool, program, ref)
     assert check.score == 1.0 and check.details["total"] == 3
     assert check.details["compile"]["ok"] and check.details["compile"]["time_ms"] > 0
+    assert check.details["compile"]["cached"] is False
+    again = await _check(sandbox_pool, program, ref)  # the same program: from the compile cache
+    assert again.score == 1.0 and again.details["compile"] == {"ok": True, "time_ms": 0.0, "cached": True}
 
 
 async def test_judged_tests_keep_only_a_short_prefix_of_their_output(sandbox_pool: SandboxPool) -> None:

@@ -598,7 +598,11 @@ class CodeVerifier(AsyncVerifier):
             "total": total,
             "language": prep.language.name,
             "test_format": prep.mode,
-            "compile": {"ok": run.compile_ok, "time_ms": round(run.compile_time_s * 1000, 1)},
+            "compile": {
+                "ok": run.compile_ok,
+                "time_ms": round(run.compile_time_s * 1000, 1),
+                "cached": run.compile_cached,  # from the compile cache: not compiled again
+            },
             "tests": per_test,
             **prep.notes,
         }
