@@ -210,7 +210,7 @@ LANGUAGES: dict[str, Language] = {
             # harness with the program instead (typed_harness.py).
             harness=("node", "/opt/referee/call_harness.js"),
             formats=frozenset({"stdio", "function"}),
-            time_factor=3.0,
+            time_factor=5.0,
         ),
         Language(
             name="go",
@@ -291,7 +291,7 @@ LANGUAGES: dict[str, Language] = {
             compile=TYPESCRIPT_TRANSPILE,
             artifacts=("sol.js",),
             run=("node", "sol.js"),
-            time_factor=3.0,
+            time_factor=5.0,
         ),
         # C#: Mono's compiler and runtime (bookworm has no .NET SDK). System.Numerics
         # (BigInteger) is referenced as judges do; System.Core (LINQ) is by default.
