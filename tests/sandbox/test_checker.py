@@ -274,3 +274,45 @@ async def test_a_hostile_candidate_cannot_change_the_checkers_verdict(
     assert _verdicts(results) == [(0.0, "wrong_answer"), (0.0, "output_limit_exceeded"), (1.0, "accepted")]
     tampering = results[0].details["tests"]
     assert all("checker: " in t["reason"] for t in tampering), tampering
+
+
+# A candidate that looks for the answer file wherever it could be (any file named like one in
+# /work, /tmp, /opt; the command lines and open files of every process it can see) and prints
+# what it finds. The checker accepts only the answer itself: found, it would be accepted.
+ANSWER_HUNTER = """```python
+import os, re
+found = []
+for top in ("/work", "/tmp", "/opt", "/"):
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "usr", "dev")]
+        for name in files:
+            if re.search("ans|out|check", name):
+                try:
+                    found.append(open(os.path.join(root, name)).read(64))
+                except (OSError, UnicodeDecodeError):
+                    pass
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for path in (f"/proc/{pid}/cmdline", f"/proc/{pid}/environ"):
+        try:
+            found.append(open(path, "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            found.append(open(f"/proc/{pid}/fd/{fd}").read(64))
+    except (OSError, UnicodeDecodeError):
+        pass
+numbers = [m for text in found for m in re.findall(r"\\b\\d{9}\\b", text)]
+print(numbers[0] if numbers else 0)
+```"""
+SAME_AS_ANSWER = """
+import sys
+sys.exit(0 if open(sys.argv[2]).read().split() == open(sys.argv[3]).read().split() else 1)
+"""
+
+
+async def test_the_answer_is_never_where_the_candidate_can_read_it(sandbox_pool: SandboxPool) -> None:
+    reference = _reference("python", SAME_AS_ANSWER, tests=[{"input": "\n", "output": "918273645\n"}])
+    [result] = await judge_group(sandbox_pool, [ANSWER_HUNTER], reference)
+    assert _verdicts([result]) == [(0.0, "wrong_answer")], result
+    assert "918273645" not in result.details["tests"][0]["stdout"]

@@ -16,7 +16,6 @@ import referencing.jsonschema
 from pydantic import ValidationError
 
 from referee.sandbox.checker_format import (
-    CHECKER_MEMORY_MB,
     CHECKER_TIME_S,
     CheckedAnswer,
     CheckerProgram,
@@ -120,11 +119,8 @@ def test_prepare_sends_the_answers_and_the_checker_and_extends_the_deadline() ->
     checker = request["checker"]
     assert base64.b64decode(checker["source"]) == CHECKER["source"].encode()
     assert checker["compile"][:1] == ["g++"] and "/opt/referee/testlib" in checker["compile"]
-    assert (checker["args"], checker["time_s"], checker["memory_mb"]) == (
-        ["input", "output", "answer"],
-        CHECKER_TIME_S,
-        CHECKER_MEMORY_MB,
-    )
+    assert (checker["args"], checker["time_s"]) == (["input", "output", "answer"], CHECKER_TIME_S)
+    assert request["memory_mb"] == 256  # the checker's memory limit is the test's
     # The checker's compile and one run per test come on top of the program's own time.
     assert request["deadline_s"] == pytest.approx(
         supervisor_deadline_s(limits, 2) + 30.0 + 2 * (CHECKER_TIME_S + 1)

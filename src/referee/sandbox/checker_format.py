@@ -86,10 +86,10 @@ CHECKER_PYTHON_RUN = (
     "    traceback.print_exc()\n"
     "    sys.exit(3)\n",
 )
-# Each run of the checker: its own limits, not the candidate's (a checker that verifies a
-# large output may need longer than the program took to print it).
+# Each run of the checker: its own time limit, not the candidate's (a checker that verifies a
+# large output may need longer than the program took to print it). Its memory limit is the
+# test's: the container's memory is sized for that (Settings.container_memory_mb).
 CHECKER_TIME_S = 10.0
-CHECKER_MEMORY_MB = 1024
 # Of the checker's stdout and stderr, what comes back (testlib writes one line of verdict).
 CHECKER_OUTPUT_BYTES = 1 << 16
 PER_CHECK_SLACK_S = 1.0
@@ -114,7 +114,6 @@ class CheckerProgram:
     source: bytes
     convention: CheckerConvention = "testlib"
     time_s: float = CHECKER_TIME_S
-    memory_mb: int = CHECKER_MEMORY_MB
 
     def request(self) -> dict[str, Any]:
         cpp = self.language == "cpp"
@@ -128,7 +127,6 @@ class CheckerProgram:
             "run": [] if cpp else list(CHECKER_PYTHON_RUN),
             "args": list(CHECKER_ARGS[self.convention]),
             "time_s": self.time_s,
-            "memory_mb": self.memory_mb,
             "output_bytes": CHECKER_OUTPUT_BYTES,
         }
 

@@ -18,7 +18,8 @@ Isolation (docs/security.md, "Checker programs"):
   of its own (mode 0755, files read-only): neither the candidate (dead) nor the checker (another
   uid) can change them. The answer was in the supervisor's memory until then, which no
   candidate can read (PR_SET_DUMPABLE 0, another uid).
-- Its own limits: its time and memory (measured as a test's are), output caps, RLIMIT_FSIZE.
+- Its own limits: its time (measured as a test's is), the test's memory limit (the container's
+  memory is sized for it), output caps, RLIMIT_FSIZE.
   Afterwards its processes are killed and the container scrubbed again.
 
 Compiled checkers are kept in this process's memory by the hash of their source and compile
@@ -157,7 +158,7 @@ def check(sup, tools, checker, req, uid, test_input, output, answer, deadline):
         "exit_code": res["exit_code"],
         "signal": res["signal"],
         "time_s": res["time_s"],
-        "memory_exceeded": bool(res["oom"] or (peaks and max(peaks) > spec["memory_mb"] << 10)),
+        "memory_exceeded": bool(res["oom"] or (peaks and max(peaks) > req["memory_mb"] << 10)),
         "stdout": base64.b64decode(res["stdout"])[:TEXT_BYTES].decode("utf-8", "replace"),
         "stderr": base64.b64decode(res["stderr"])[-TEXT_BYTES:].decode("utf-8", "replace"),
     }
