@@ -40,7 +40,10 @@ public:
 int main() { return 0; }  // a local test main: renamed, unused
 ```"""
 CPP_WRONG = CPP_RIGHT.replace("return {it->second, i};", "return {i, it->second};")
-CPP_THROWS = CPP_RIGHT.replace("unordered_map<int, int> seen;", 'if (target) throw runtime_error("no");\n        unordered_map<int, int> seen;')
+CPP_THROWS = CPP_RIGHT.replace(
+    "unordered_map<int, int> seen;",
+    'if (target) throw runtime_error("no");\n        unordered_map<int, int> seen;',
+)
 
 JAVA_RIGHT = """```java
 import java.util.*;

@@ -40,6 +40,7 @@ from referee.sandbox.session import (
     call_wait_s,
 )
 from referee.sandbox.settings import SandboxSettings
+from referee.sandbox.typed_harness import function_language, supports_functions, with_harness
 
 __all__ = [
     "CALL_SLACK_S",
@@ -72,7 +73,10 @@ __all__ = [
     "TestVerdict",
     "call_wait_s",
     "checker_outcome",
+    "function_language",
     "judge",
     "judge_script",
     "plan_script",
+    "supports_functions",
+    "with_harness",
 ]
