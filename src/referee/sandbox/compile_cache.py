@@ -62,6 +62,9 @@ def program_key(job: Job, image: str) -> str:
         "artifacts": list(lang.artifacts),
         "code_cache": lang.code_cache,
         "env": sorted(CANDIDATE_ENV.items()),
+        # The problem's extra files can be compiled in (a header): the same source with other
+        # files is another program.
+        "files": [[name, hashlib.sha256(data).hexdigest()] for name, data in sorted(job.files)],
     }
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
     digest.update(b"\0")  # the header is JSON (no NUL): nothing of the source can pose as it

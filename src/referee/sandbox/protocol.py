@@ -58,6 +58,9 @@ class Job:
     judge: Callable[[int, TestRun], Judgement] | None = None
     # stdio tests judged by the problem's checker program, run in the container after each test.
     checker: CheckerProgram | None = None
+    # The problem's extra files (headers, data files): (name, content), written read-only into
+    # the work dir beside the source, for the compile and every test.
+    files: tuple[tuple[str, bytes], ...] = ()
 
     def checker_budget_s(self, tests: int) -> float:
         """What the checker adds to the wait for `tests` tests (compile, one run per test)."""
@@ -149,6 +152,7 @@ def encode_request(
     req = {
         "source": b64(job.source),
         "source_file": lang.source_file,
+        "files": {name: b64(data) for name, data in job.files},
         "compile": list(lang.compile) if lang.compile else None,
         "artifacts": list(lang.artifacts),
         "code_cache": lang.code_cache,

@@ -62,6 +62,11 @@ STARVED_PAUSE_S = 1.0
 MAX_OUTPUT_LIMIT = 16 << 20
 MAX_SETUP_CHARS = 1 << 20
 MAX_CHECKER_CHARS = 1 << 20
+# A problem's extra files (headers, data files): plain names in the work dir, bounded in number
+# and size like the rest of a reference.
+MAX_EXTRA_FILES = 16
+MAX_EXTRA_FILES_BYTES = 1 << 20
+EXTRA_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 NOT_COUNTED = "these asserts do not involve the program (only literals and builtins): they are no test of it"
 
 
@@ -125,6 +130,16 @@ class CodeReference(BaseModel):
             "(HumanEval: `check(candidate)` is called with it)."
         ),
     )
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_EXTRA_FILES,
+        description=(
+            "Extra files of the problem (headers the program includes, data files it reads): "
+            "name -> text, written read-only into the program's working directory beside its "
+            f"source, for the compile and every test. At most {MAX_EXTRA_FILES}, "
+            f"{MAX_EXTRA_FILES_BYTES} bytes in all; plain names (letters, digits, `._-`)."
+        ),
+    )
     checker: CheckerSpec | None = Field(
         default=None,
         description=(
@@ -133,6 +148,20 @@ class CodeReference(BaseModel):
             "from the program; its failure is no verdict (status error)."
         ),
     )
+
+    def _check_files(self, lang: Language) -> None:
+        if (
+            sum(len(text.encode("utf-8", "surrogatepass")) for text in self.files.values())
+            > MAX_EXTRA_FILES_BYTES
+        ):
+            raise ValueError(f"files: at most {MAX_EXTRA_FILES_BYTES} bytes in all")
+        # The program's own files keep their names; the checker's folder is its own.
+        taken = {lang.source_file, *lang.artifacts, *([lang.code_cache] if lang.code_cache else [])}
+        for name in self.files:
+            if not EXTRA_FILE_NAME.match(name) or name.startswith("checker"):
+                raise ValueError(f"files: {name[:80]!r} is no plain file name (letters, digits, `._-`)")
+            if name in taken:
+                raise ValueError(f"files: {name!r} is the program's own file in {lang.name}")
 
     @model_validator(mode="before")
     @classmethod
@@ -159,6 +188,7 @@ class CodeReference(BaseModel):
             raise ValueError("setup belongs to Python assert and function tests: stdio has no setup")
         if self.checker is not None and self.test_format != "stdio":
             raise ValueError("checker belongs to stdio tests: it judges a program's output")
+        self._check_files(lang)
         if want is str:
             if not isinstance(self.tests, str):
                 raise ValueError("assert tests must be a string of assert statements")
@@ -243,6 +273,7 @@ class Prepared:
     setup: str | None = None  # function tests: run before the program (code_formats.with_setup)
     fn_names: tuple[str, ...] = ()
     checker: CheckerProgram | None = None  # stdio: judges each output (expected: CheckedAnswer)
+    files: tuple[tuple[str, bytes], ...] = ()  # the problem's extra files (CodeReference.files)
     notes: dict[str, Any] = field(default_factory=dict)  # added to every verdict's details
 
 
@@ -487,6 +518,15 @@ class CodeVerifier(AsyncVerifier):
 
     def prepare(self, reference: Any, options: Any) -> Prepared:
         ref = reference if isinstance(reference, CodeReference) else CodeReference.model_validate(reference)
+        prepared = self._prepare_tests(ref)
+        if ref.files:
+            files = tuple(
+                (name, text.encode("utf-8", "surrogatepass")) for name, text in sorted(ref.files.items())
+            )
+            prepared = replace(prepared, files=files)
+        return prepared
+
+    def _prepare_tests(self, ref: CodeReference) -> Prepared:
         lang = LANGUAGES[ref.language]
         if ref.test_format == "assert":
             planned = plan_python_tests(ref)
@@ -640,7 +680,14 @@ class CodeVerifier(AsyncVerifier):
             )
 
         job = Job(
-            prep.language, prep.mode, source, prep.inputs, limits, judge=judge_one, checker=prep.checker
+            prep.language,
+            prep.mode,
+            source,
+            prep.inputs,
+            limits,
+            judge=judge_one,
+            checker=prep.checker,
+            files=prep.files,
         )
         retries = pool.settings.starved_retries
         for attempt in range(retries + 1):

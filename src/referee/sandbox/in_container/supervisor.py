@@ -969,6 +969,10 @@ def serve(sup, req, uid, received):
     deadline = received + req["deadline_s"] if req.get("deadline_s") else None
     source = base64.b64decode(req["source"])
     files = {req["source_file"]: (source, 0o644)}
+    for name, data in (req.get("files") or {}).items():  # the problem's headers and data files
+        if os.path.basename(name) != name or name in (".", "..") or name in files:
+            raise ValueError(f"bad extra file name {name!r}")  # the host checks names: a forged request
+        files[name] = (base64.b64decode(data), 0o644)
     # A problem's checker is prepared first: nothing of the candidate exists yet.
     checker = None
     if req.get("checker"):
