@@ -7,12 +7,14 @@ import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from referee.sandbox.languages import LANGUAGES, image_packages
 from referee.sandbox.run_limits import Limits, for_language, host_wait_s
-from referee.verifiers.code import CodeVerifier, extract_program
+from referee.sandbox.settings import SandboxSettings
+from referee.verifiers.code import CodeOptions, CodeVerifier, extract_program
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "verifiers" / "code.md"
 LIMITS = Limits(time_s=2.0, memory_mb=256, stdout_bytes=1 << 20, stderr_bytes=1 << 16, compile_timeout_s=10.0)
@@ -89,3 +91,20 @@ def test_for_language_scales_the_test_time_limit_only() -> None:
     assert for_language(LIMITS, LANGUAGES["cpp"]) is LIMITS
     # the host waits for the scaled limit too: a slow language's last test is not cut short
     assert host_wait_s(python, 3) - host_wait_s(LIMITS, 3) == pytest.approx(3 * 8.0)
+
+
+@pytest.mark.parametrize("name", ["python", "cpp", "kotlin"])
+def test_the_code_verifier_scales_the_limit_only_when_asked(name: str) -> None:
+    """`time_limits: per_language` gives the language's factor times the limit; the default
+    keeps the policy's single limit for every language."""
+    verifier = CodeVerifier()
+    reference = verifier.validate_reference({"language": name, "tests": [{"input": "", "output": "1"}]})
+    pool = SimpleNamespace(settings=SandboxSettings(time_limit_s=2.0))
+    for options, want in [
+        (CodeOptions(), 2.0),
+        (CodeOptions(time_limit_s=1.5), 1.5),
+        (CodeOptions(time_limits="per_language"), 2.0 * LANGUAGES[name].time_factor),
+        (CodeOptions(time_limit_s=1.5, time_limits="per_language"), 1.5 * LANGUAGES[name].time_factor),
+    ]:
+        prepared = verifier.prepare(reference, options)
+        assert verifier._limits(pool, prepared, options).time_s == want  # type: ignore[arg-type]

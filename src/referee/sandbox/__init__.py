@@ -24,7 +24,7 @@ from referee.sandbox.protocol import (
     TestRun,
     TestVerdict,
 )
-from referee.sandbox.run_limits import Limits
+from referee.sandbox.run_limits import Limits, for_language
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.session import (
     CALL_SLACK_S,
@@ -73,6 +73,7 @@ __all__ = [
     "TestVerdict",
     "call_wait_s",
     "checker_outcome",
+    "for_language",
     "function_language",
     "judge",
     "judge_script",

@@ -116,8 +116,10 @@ class Language:
     # match in full (an uncaught MemoryError's final traceback line, bad_alloc's `what()`), so
     # a program that merely prints "MemoryError" and exits 1 is a runtime error.
     memory_error_line: bytes | None = None
-    # ... and the signal the failure must have ended with (None: a non-zero exit).
+    # ... and the signal the failure must have ended with (None: the exit status below).
     memory_error_signal: int | None = None
+    # ... else the exit status it ends with (an uncaught Python exception exits 1).
+    memory_error_exit_code: int = 1
     # A shell command run once when the image is built (as root, before any program exists):
     # caches that spare every program a cold toolchain start. Part of the image recipe.
     image_setup: str | None = None
@@ -262,7 +264,10 @@ LANGUAGES: dict[str, Language] = {
             packages=("php-cli",),
             compile=("php", "-l", "sol.php"),
             run=("php", "sol.php"),
-            # The CLI has no memory_limit (-1 in Debian's php.ini): the container's limit decides.
+            # The CLI has no memory_limit (-1 in Debian's php.ini): the container's limit
+            # decides, unless one allocation is refused outright (a fatal error, exit 255).
+            memory_error_line=rb"PHP Fatal error:  Out of memory \(allocated \d+ bytes\) \(tried to allocate \d+ bytes\) in .* on line \d+",
+            memory_error_exit_code=255,
             time_factor=3.0,
         ),
         Language(
@@ -315,6 +320,9 @@ LANGUAGES: dict[str, Language] = {
             compile=("ghc", "-O", "-outputdir", "/tmp/ghc", "-o", "sol", "sol.hs"),
             artifacts=("sol",),
             run=("./sol",),
+            # The RTS's message when an allocation is refused (its heap has no limit of its own).
+            memory_error_line=rb"sol: out of memory",
+            memory_error_exit_code=251,
             time_factor=2.0,
         ),
         Language(
@@ -327,6 +335,8 @@ LANGUAGES: dict[str, Language] = {
             compile=("ocamlopt", "-o", "sol", "sol.ml"),
             artifacts=("sol",),
             run=("./sol",),
+            memory_error_line=rb"Fatal error: exception Out_of_memory",
+            memory_error_exit_code=2,
             time_factor=1.0,
         ),
         # Kotlin 1.3 (bookworm's): `readLine()!!`, not 1.6's `readln()`. The compiler runs on

@@ -43,7 +43,7 @@ from referee.sandbox.protocol import (
     TestRun,
     TestVerdict,
 )
-from referee.sandbox.run_limits import Limits
+from referee.sandbox.run_limits import Limits, for_language
 from referee.sandbox.script_format import ScriptTest, judge_script, plan_script
 from referee.sandbox.settings import SandboxSettings
 from referee.sandbox.typed_harness import function_language, supports_functions, with_harness
@@ -100,6 +100,16 @@ class CheckerSpec(BaseModel):
     )
 
 
+class InteractorSpec(BaseModel):
+    """An interactive problem's interactor (referee.sandbox.checker_format, in_container/
+    interactor_runner.py): testlib's `interactor <input> <output> <answer>`, talking to the
+    program through its stdin and stdout while it runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: CheckerLanguage = Field(description="cpp (testlib.h is on the include path) or python.")
+    source: str = Field(min_length=1, max_length=MAX_CHECKER_CHARS)
+
+
 class CodeReference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: str
@@ -148,6 +158,15 @@ class CodeReference(BaseModel):
             "from the program; its failure is no verdict (status error)."
         ),
     )
+    interactor: InteractorSpec | None = Field(
+        default=None,
+        description=(
+            "Interactive stdio problems: a testlib-style program that talks to the program while "
+            "it runs (each test's input is the interactor's secret, its output the interactor's "
+            "answer file) and decides by its exit status: 0 accepted, 1/2/8 wrong answer, 3 its "
+            "own failure (no verdict, status error)."
+        ),
+    )
 
     def _check_files(self, lang: Language) -> None:
         if (
@@ -188,6 +207,8 @@ class CodeReference(BaseModel):
             raise ValueError("setup belongs to Python assert and function tests: stdio has no setup")
         if self.checker is not None and self.test_format != "stdio":
             raise ValueError("checker belongs to stdio tests: it judges a program's output")
+        if self.interactor is not None and (self.test_format != "stdio" or self.checker is not None):
+            raise ValueError("interactor belongs to stdio tests without a checker: it is the judge")
         self._check_files(lang)
         if want is str:
             if not isinstance(self.tests, str):
@@ -251,6 +272,13 @@ class CodeOptions(BaseModel):
     extract: Literal["auto", "none"] = Field(
         default="auto", description="auto: the last fenced block of the language, else the whole text."
     )
+    time_limits: Literal["policy", "per_language"] = Field(
+        default="policy",
+        description=(
+            "policy: every language gets time_limit_s; per_language: time_limit_s times the "
+            "language's time factor (docs/verifiers/code.md, Per-language time limits)."
+        ),
+    )
     stdio_convention: StdioConvention = Field(
         default="policy",
         description=(
@@ -289,7 +317,12 @@ def service_output_limit(resources: Resources | None) -> int:
 def largest_expected_output(reference: CodeReference) -> tuple[int, int]:
     """(bytes, 1-based test number) of the largest expected stdout, without trailing whitespace
     (which the judge ignores); (0, 0) for the function and assert formats."""
-    if reference.test_format != "stdio" or not isinstance(reference.tests, list) or reference.checker:
+    if (
+        reference.test_format != "stdio"
+        or not isinstance(reference.tests, list)
+        or reference.checker
+        or reference.interactor
+    ):
         return 0, 0  # with a checker, the expected output is its answer, not what is printed
     best = (0, 0)
     for i, test in enumerate(reference.tests, 1):
@@ -327,7 +360,7 @@ def _memory_error(run: TestRun, language: Language) -> bool:
     if language.memory_error_signal is not None:
         if run.signal != language.memory_error_signal:
             return False
-    elif run.status != "exited" or run.exit_code != 1:  # an uncaught Python exception exits 1
+    elif run.status != "exited" or run.exit_code != language.memory_error_exit_code:
         return False
     lines = [line.rstrip() for line in run.stderr[-4096:].splitlines() if line.strip()]
     trace = language.memory_error_trace
@@ -368,6 +401,12 @@ def classify(
     if run.status == "result_limit":
         return "output_limit_exceeded", "the function's result is larger than the result channel's cap"
     failed = run.status == "signaled" or run.exit_code != 0
+    if isinstance(expected, CheckedAnswer) and expected.interactive:
+        # The interactor's verdict first: a program it stopped answering dies of its closed
+        # pipe (SIGPIPE) or of reading EOF, and that is the wrong answer it was.
+        outcome = checker_outcome(run.checker)
+        if not outcome.accepted:
+            return "wrong_answer", f"interactor: {outcome.failure or outcome.message}"
     if failed:
         if run.oom or _memory_error(run, language):
             return "memory_limit_exceeded", None
@@ -380,7 +419,10 @@ def classify(
         outcome = checker_outcome(run.checker, expected.convention)
         if outcome.accepted:
             return "accepted", None
-        return "wrong_answer", f"checker: {outcome.failure or outcome.message}"
+        return (
+            "wrong_answer",
+            f"{'interactor' if expected.interactive else 'checker'}: {outcome.failure or outcome.message}",
+        )
     if mode == "stdio":
         ok, reason = judge.compare_stdio(run.stdout, expected, convention=convention)
         return ("accepted", None) if ok else ("wrong_answer", reason)
@@ -564,6 +606,17 @@ class CodeVerifier(AsyncVerifier):
                 fn_names=tuple(sorted({t.fn_name for t in ftests})),
             )
         stests = [t for t in ref.tests if isinstance(t, StdioTest)]
+        if ref.interactor is not None:  # each test's input and output are the interactor's files
+            source = ref.interactor.source.encode("utf-8", "surrogatepass")
+            return Prepared(
+                lang,
+                "stdio",
+                tuple(TestInput(stdin=t.input.encode(), answer=t.output.encode()) for t in stests),
+                tuple(CheckedAnswer(t.output, interactive=True) for t in stests),
+                ref.output_limit_bytes,
+                checker=CheckerProgram(ref.interactor.language, source, interactive=True),
+                notes={"judged_by": f"interactor ({ref.interactor.language})"},
+            )
         if ref.checker is not None:
             spec = ref.checker
             checker = CheckerProgram(
@@ -589,7 +642,7 @@ class CodeVerifier(AsyncVerifier):
 
     def _limits(self, pool: CodeSandbox, prep: Prepared, options: CodeOptions) -> Limits:
         base = Limits.from_settings(pool.settings)
-        return Limits(
+        limits = Limits(
             time_s=options.time_limit_s or base.time_s,
             memory_mb=options.memory_limit_mb or base.memory_mb,
             stdout_bytes=prep.output_limit_bytes or options.output_limit_bytes or base.stdout_bytes,
@@ -599,8 +652,11 @@ class CodeVerifier(AsyncVerifier):
             file_size_mb=base.file_size_mb,
             result_bytes=base.result_bytes,
         )
+        return for_language(limits, prep.language) if options.time_limits == "per_language" else limits
 
-    def _check(self, run: RunResult, prep: Prepared, options: CodeOptions) -> Check:
+    def _check(
+        self, run: RunResult, prep: Prepared, options: CodeOptions, limits: Limits | None = None
+    ) -> Check:
         total = len(prep.inputs)
         per_test: list[dict[str, Any]] = []
         verdicts: list[TestVerdict]
@@ -646,6 +702,8 @@ class CodeVerifier(AsyncVerifier):
             "tests": per_test,
             **prep.notes,
         }
+        if limits is not None:  # the effective one: per_language scales it
+            details["time_limit_s"] = limits.time_s
         if not run.compile_ok:
             details["compile"]["output"] = run.compile_output[-2000:]
         reason = None if first_fail == "accepted" else f"{first_fail}: {passed}/{total} tests passed"
@@ -701,13 +759,13 @@ class CodeVerifier(AsyncVerifier):
             if failure is not None:  # the problem's checker, not the program: no verdict
                 return VerifierError(f"the problem's checker failed on {failure}"[:500])
             if not any(test is not None and test.status == "starved" for test in run.tests):
-                return await asyncio.to_thread(self._check, run, prep, options)
+                return await asyncio.to_thread(self._check, run, prep, options, limits)
             if options.reward == "binary" and await asyncio.to_thread(
                 _failed_before_starving, run, prep, options
             ):
                 # Its 0 is decided by a test it did run: masking it would spare a wrong or
                 # too slow program its negative advantage whenever the node is busy.
-                return await asyncio.to_thread(self._check, run, prep, options)
+                return await asyncio.to_thread(self._check, run, prep, options, limits)
         return VerifierError(f"code sandbox overloaded: {STARVED} ({retries + 1} runs)")
 
     async def check_group(
