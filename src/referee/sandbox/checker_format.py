@@ -86,6 +86,37 @@ CHECKER_PYTHON_RUN = (
     "    traceback.print_exc()\n"
     "    sys.exit(3)\n",
 )
+# An interactor's argv after its own name (interactor_runner.py gives it these descriptors):
+# testlib's `interactor <input> <output> <answer>`, the test's input and answer as read-only
+# memfds and /dev/null for `tout` (no checker runs after an interactor: its verdict is final).
+INTERACTOR_ARGS = ("/proc/self/fd/3", "/dev/null", "/proc/self/fd/4")
+# ... and a Python interactor's wrapper: an exception is its FAIL (3) as for a checker, but a
+# closed pipe is the program's doing (it exited while the interactor wrote): testlib's
+# "unexpected eof" (8), a wrong answer, never the interactor's failure.
+INTERACTOR_PYTHON_RUN = (
+    "python3",
+    "-I",
+    "-c",
+    "import os, runpy, sys, traceback\n"
+    "sys.argv = sys.argv[1:]\n"
+    "def closed():\n"
+    "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+    "    sys.exit(8)\n"
+    "try:\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    "    sys.stdout.flush()\n"
+    "except SystemExit:\n"
+    "    try:\n"
+    "        sys.stdout.flush()\n"
+    "    except BrokenPipeError:\n"
+    "        closed()\n"
+    "    raise\n"
+    "except BrokenPipeError:\n"
+    "    closed()\n"
+    "except BaseException:\n"
+    "    traceback.print_exc()\n"
+    "    sys.exit(3)\n",
+)
 # Each run of the checker: its own time limit, not the candidate's (a checker that verifies a
 # large output may need longer than the program took to print it). Its memory limit is the
 # test's: the container's memory is sized for that (Settings.container_memory_mb).
@@ -114,9 +145,13 @@ class CheckerProgram:
     source: bytes
     convention: CheckerConvention = "testlib"
     time_s: float = CHECKER_TIME_S
+    # An interactor (interactor_runner.py): it talks to the program while it runs, testlib's
+    # `interactor <input> <output> <answer>`, instead of reading its output afterwards.
+    interactive: bool = False
 
     def request(self) -> dict[str, Any]:
         cpp = self.language == "cpp"
+        run = CHECKER_PYTHON_RUN if not self.interactive else INTERACTOR_PYTHON_RUN
         return {
             "source": base64.b64encode(self.source).decode("ascii"),
             "source_file": "checker.cpp" if cpp else "checker.py",
@@ -124,8 +159,9 @@ class CheckerProgram:
             # The file that is run: the compiler's binary, or the (parsed) source itself.
             "program": "checker" if cpp else "checker.py",
             # What comes before `<program> <input> <output> <answer>` in the checker's argv.
-            "run": [] if cpp else list(CHECKER_PYTHON_RUN),
-            "args": list(CHECKER_ARGS[self.convention]),
+            "run": [] if cpp else list(run),
+            "args": list(CHECKER_ARGS[self.convention] if not self.interactive else INTERACTOR_ARGS),
+            "interactive": self.interactive,
             "time_s": self.time_s,
             "output_bytes": CHECKER_OUTPUT_BYTES,
         }
@@ -137,6 +173,7 @@ class CheckedAnswer:
 
     answer: str
     convention: CheckerConvention = "testlib"
+    interactive: bool = False  # an interactor's verdict (its `answer` file), not a checker's
 
 
 def checker_budget_s(checker: CheckerProgram | None, compile_timeout_s: float, tests: int) -> float:

@@ -48,6 +48,7 @@ IN_IMAGE_FILES = (
     "session_host.py",
     "session_kernel.py",
     "checker_runner.py",
+    "interactor_runner.py",
     # testlib (vendored, MIT: testlib/README.md says from where), for C++ checker programs.
     "testlib/testlib.h",
     "testlib/LICENSE",

@@ -100,6 +100,16 @@ class CheckerSpec(BaseModel):
     )
 
 
+class InteractorSpec(BaseModel):
+    """An interactive problem's interactor (referee.sandbox.checker_format, in_container/
+    interactor_runner.py): testlib's `interactor <input> <output> <answer>`, talking to the
+    program through its stdin and stdout while it runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: CheckerLanguage = Field(description="cpp (testlib.h is on the include path) or python.")
+    source: str = Field(min_length=1, max_length=MAX_CHECKER_CHARS)
+
+
 class CodeReference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: str
@@ -148,6 +158,15 @@ class CodeReference(BaseModel):
             "from the program; its failure is no verdict (status error)."
         ),
     )
+    interactor: InteractorSpec | None = Field(
+        default=None,
+        description=(
+            "Interactive stdio problems: a testlib-style program that talks to the program while "
+            "it runs (each test's input is the interactor's secret, its output the interactor's "
+            "answer file) and decides by its exit status: 0 accepted, 1/2/8 wrong answer, 3 its "
+            "own failure (no verdict, status error)."
+        ),
+    )
 
     def _check_files(self, lang: Language) -> None:
         if (
@@ -188,6 +207,8 @@ class CodeReference(BaseModel):
             raise ValueError("setup belongs to Python assert and function tests: stdio has no setup")
         if self.checker is not None and self.test_format != "stdio":
             raise ValueError("checker belongs to stdio tests: it judges a program's output")
+        if self.interactor is not None and (self.test_format != "stdio" or self.checker is not None):
+            raise ValueError("interactor belongs to stdio tests without a checker: it is the judge")
         self._check_files(lang)
         if want is str:
             if not isinstance(self.tests, str):
@@ -296,7 +317,12 @@ def service_output_limit(resources: Resources | None) -> int:
 def largest_expected_output(reference: CodeReference) -> tuple[int, int]:
     """(bytes, 1-based test number) of the largest expected stdout, without trailing whitespace
     (which the judge ignores); (0, 0) for the function and assert formats."""
-    if reference.test_format != "stdio" or not isinstance(reference.tests, list) or reference.checker:
+    if (
+        reference.test_format != "stdio"
+        or not isinstance(reference.tests, list)
+        or reference.checker
+        or reference.interactor
+    ):
         return 0, 0  # with a checker, the expected output is its answer, not what is printed
     best = (0, 0)
     for i, test in enumerate(reference.tests, 1):
@@ -375,6 +401,12 @@ def classify(
     if run.status == "result_limit":
         return "output_limit_exceeded", "the function's result is larger than the result channel's cap"
     failed = run.status == "signaled" or run.exit_code != 0
+    if isinstance(expected, CheckedAnswer) and expected.interactive:
+        # The interactor's verdict first: a program it stopped answering dies of its closed
+        # pipe (SIGPIPE) or of reading EOF, and that is the wrong answer it was.
+        outcome = checker_outcome(run.checker)
+        if not outcome.accepted:
+            return "wrong_answer", f"interactor: {outcome.failure or outcome.message}"
     if failed:
         if run.oom or _memory_error(run, language):
             return "memory_limit_exceeded", None
@@ -387,7 +419,10 @@ def classify(
         outcome = checker_outcome(run.checker, expected.convention)
         if outcome.accepted:
             return "accepted", None
-        return "wrong_answer", f"checker: {outcome.failure or outcome.message}"
+        return (
+            "wrong_answer",
+            f"{'interactor' if expected.interactive else 'checker'}: {outcome.failure or outcome.message}",
+        )
     if mode == "stdio":
         ok, reason = judge.compare_stdio(run.stdout, expected, convention=convention)
         return ("accepted", None) if ok else ("wrong_answer", reason)
@@ -571,6 +606,17 @@ class CodeVerifier(AsyncVerifier):
                 fn_names=tuple(sorted({t.fn_name for t in ftests})),
             )
         stests = [t for t in ref.tests if isinstance(t, StdioTest)]
+        if ref.interactor is not None:  # each test's input and output are the interactor's files
+            source = ref.interactor.source.encode("utf-8", "surrogatepass")
+            return Prepared(
+                lang,
+                "stdio",
+                tuple(TestInput(stdin=t.input.encode(), answer=t.output.encode()) for t in stests),
+                tuple(CheckedAnswer(t.output, interactive=True) for t in stests),
+                ref.output_limit_bytes,
+                checker=CheckerProgram(ref.interactor.language, source, interactive=True),
+                notes={"judged_by": f"interactor ({ref.interactor.language})"},
+            )
         if ref.checker is not None:
             spec = ref.checker
             checker = CheckerProgram(

@@ -296,12 +296,14 @@ def codeforces(row: dict[str, Any]) -> dict[str, Any]:
     scores it): `official_tests` `[{"input", "output"}]` are stdio tests, judged by the row's
     `generated_checker` when it has one (several answers are valid: a Python checker in open-r1's
     convention, see referee.sandbox.checker_format). Refused: interactive problems
-    (`interaction_format`) and `input_mode` "file"; `examples`, `time_limit`, `memory_limit` and
-    the generated tests (stored apart, `generated_tests` is their count) are not used."""
+    (`interaction_format`: the rows hold no interactor program) and `input_mode` "file";
+    `examples`, `time_limit`, `memory_limit` and the generated tests (stored apart,
+    `generated_tests` is their count) are not used."""
     problem = row.get("id") or "this problem"
     if (row.get("interaction_format") or "").strip():
         raise ValueError(
-            f"{problem} is interactive: it needs an interactor program, which the code verifier does not run yet"
+            f"{problem} is interactive: it needs an interactor program, which open-r1's rows do not "
+            "carry (give the reference one as `interactor`)"
         )
     checker = row.get("generated_checker") or ""
     if not isinstance(checker, str):

@@ -52,10 +52,11 @@ import sys
 import time
 
 if __package__:  # imported on the host (tests): the package's own module
-    from . import checker_runner, kernel_stats, session_host
+    from . import checker_runner, interactor_runner, kernel_stats, session_host
 else:  # a script in the image: its siblings in /opt/referee (-I leaves the script's folder out)
     sys.path.insert(0, os.path.dirname(__file__))
     import checker_runner  # type: ignore[no-redef]
+    import interactor_runner  # type: ignore[no-redef]
     import kernel_stats  # type: ignore[no-redef]
     import session_host  # type: ignore[no-redef]
 
@@ -140,6 +141,9 @@ class Supervisor:
         # True when kill_everything last found no other process and none was started since
         # (every process here is started by this one: ChildRun.start, as_uid).
         self.settled = False
+        # pid -> (wait status, rusage) once reaped, for children whose end matters beside the
+        # run's own (an interactor: interactor_runner.py); None while they run.
+        self.watched: dict = {}
 
     def note_rusage(self, rusage):
         self.peak_rss_kb = max(self.peak_rss_kb, rusage.ru_maxrss)
@@ -160,6 +164,8 @@ class Supervisor:
             self.note_rusage(rusage)
             if pid == self.zygote.pid:
                 self.zygote.pid = None  # its socket reads EOF; the next spawn starts a new one
+            if pid in self.watched:
+                self.watched[pid] = (status, rusage)
             reaped[pid] = (status, rusage)
 
     def kill_everything(self, uid):
@@ -235,7 +241,8 @@ class Supervisor:
             if exited is not None:
                 os.close(exited)
 
-    def spawn(self, argv, env, limits, stdin_fd, out_fd, err_fd, extra_fds, uid):
+    def spawn(self, argv, env, limits, stdin_fd, out_fd, err_fd, extra_fds, uid, ignored=()):
+        """Fork and exec `argv` as `uid` on these fds; `ignored`: signals it starts ignoring."""
         pid = os.fork()
         if pid != 0:
             return pid
@@ -244,6 +251,8 @@ class Supervisor:
             for sig in range(1, signal.NSIG):
                 with contextlib.suppress(OSError, ValueError):
                     signal.signal(sig, signal.SIG_DFL)
+            for sig in ignored:
+                signal.signal(sig, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
             os.setsid()
             fds = [stdin_fd, out_fd, err_fd, *extra_fds]
@@ -279,11 +288,16 @@ class Supervisor:
         result_cap=None,
         code_fd=None,
         backstop_at=None,
+        stdio=None,
+        after_pump=None,
     ):
         """Run one child as `uid` to completion; return the raw facts of how it ended.
         `timeout_s`: its time limit, in its own time (see ChildRun.pump); `backstop_at`: the
         monotonic time by which it must end whatever happens (the request's deadline).
-        `code_fd`: the program's compiled code (take_code_cache), for a child of the template."""
+        `code_fd`: the program's compiled code (take_code_cache), for a child of the template.
+        `stdio`: (stdin, stdout) fds the child gets instead of ours (an interactor's pipe ends,
+        closed here once it has them); `after_pump(child)`: called when the child's run is
+        over, before its processes are killed (the interactor's end: interactor_runner.py)."""
         child = ChildRun(self, stdin_data, out_cap, err_keep, spec, result_cap)
         oom_before = read_oom_kills()
         self.peak_rss_kb = 0
@@ -293,9 +307,11 @@ class Supervisor:
         backstop = started + BACKSTOP_FACTOR * timeout_s
         if backstop_at is not None:
             backstop = min(backstop, backstop_at)
-        child.start(argv, env, limits, uid, code_fd)
+        child.start(argv, env, limits, uid, code_fd, stdio)
         clock = kernel_stats.WaitClock(started, {os.getpid(), self.zygote.pid})
         child.pump(clock, timeout_s, backstop)
+        if after_pump is not None:
+            after_pump(child)
         # The verdict is decided by the main process: whatever it left behind dies now,
         # before we read what is still buffered in the pipes.
         clean = self.kill_everything(uid)
@@ -662,17 +678,22 @@ class ChildRun:
         self.pipes.extend((r, w))
         return r, w
 
-    def start(self, argv, env, limits, uid, code_fd=None):
+    def start(self, argv, env, limits, uid, code_fd=None, stdio=None):
         self.sup.settled = False
-        fds = [self.in_r, self.out_w, self.err_w, *self.extra]
+        ours = [self.in_r, self.out_w, self.err_w, *self.extra]
+        # With `stdio` (an interactor's pipe ends), our stdin pipe reads EOF and nothing is
+        # written to our stdout pipe: the child has neither.
+        fds = [*(stdio or ours[:2]), *ours[2:]]
         if zygote_eligible(argv):
             self.pid = self.sup.zygote.spawn(argv, env, limits, fds, uid, code_fd)
             self.forked = self.pid is not None
         if self.pid is None:
-            self.pid = self.sup.spawn(argv, env, limits, self.in_r, self.out_w, self.err_w, self.extra, uid)
-        for fd in fds:  # the child's ends; never closed again by finish(), whatever reuses the number
+            self.pid = self.sup.spawn(argv, env, limits, *fds[:3], fds[3:], uid)
+        for fd in ours:  # the child's ends; never closed again by finish(), whatever reuses the number
             os.close(fd)
             self.pipes.remove(fd)
+        for fd in stdio or ():
+            os.close(fd)
         self.sel = selectors.DefaultSelector()
         if self.forked:
             self.sel.register(self.sup.zygote.sock, selectors.EVENT_READ)
@@ -996,6 +1017,7 @@ def serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker=None)
     tests = req["tests"]
     argv = req["harness"] if req["mode"] != "stdio" else req["run"]
     cpu_limit_s = int(req["time_s"]) + 1  # child_limits' RLIMIT_CPU soft limit
+    interactive = checker is not None and checker.spec.get("interactive")
     for index in req.get("indices", range(len(tests))):
         if starved or (deadline is not None and time.monotonic() >= deadline):
             starved = True
@@ -1004,12 +1026,19 @@ def serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker=None)
         test = tests[index]
         sup.reset_scratch(uid, files)
         spec = base64.b64decode(test["spec"]) if test.get("spec") is not None else None
+        stdin = base64.b64decode(test.get("stdin", ""))
+        interaction = None  # an interactive test: the input is the interactor's, not the program's
+        if interactive and checker.error is None:
+            answer = base64.b64decode(test.get("answer") or "")
+            interaction = interactor_runner.Interaction(
+                sup, sys.modules[__name__], checker, req, uid, stdin, answer, deadline
+            )
         res = sup.run(
             argv,
             req["env"],
             child_limits(req, req["time_s"], req["file_size_mb"]),
             uid,
-            base64.b64decode(test.get("stdin", "")),
+            b"" if interactive else stdin,
             req["time_s"],
             req["stdout_bytes"],
             req["stderr_bytes"],
@@ -1017,6 +1046,8 @@ def serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker=None)
             result_cap=req.get("result_bytes"),
             code_fd=code_fd if req["mode"] == "stdio" else None,
             backstop_at=deadline,
+            stdio=interaction.stdio if interaction is not None else None,
+            after_pump=interaction.end if interaction is not None else None,
         )
         starved = res["status"] == "starved"
         res["tampered"] = self_state() != sup.baseline
@@ -1027,8 +1058,11 @@ def serve_tests(sup, req, uid, files, compiled, code_fd, deadline, checker=None)
         res["memory_exceeded"] = bool(limit_kb and ((peaks and max(peaks) > limit_kb) or res["oom"]))
         res["cpu_limit_s"] = cpu_limit_s
         passed = res["status"] == "exited" and res["exit_code"] == 0 and not res["memory_exceeded"]
-        if checker is not None and passed and res["clean"] and not res["tampered"]:
-            stdin, stdout = base64.b64decode(test.get("stdin", "")), base64.b64decode(res["stdout"])
+        if interactive:
+            failed = {"status": "compile_error", "stderr": checker.error}  # it never ran
+            res["checker"] = interaction.finish(req) if interaction is not None else failed
+        elif checker is not None and passed and res["clean"] and not res["tampered"]:
+            stdout = base64.b64decode(res["stdout"])
             answer = base64.b64decode(test.get("answer") or "")
             res["checker"] = checker_runner.check(
                 sup, sys.modules[__name__], checker, req, uid, stdin, stdout, answer, deadline
