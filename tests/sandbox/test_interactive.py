@@ -183,6 +183,18 @@ async def test_a_hanging_candidate_times_out_within_its_limit(sandbox_pool: Sand
     assert time.monotonic() - started < result.details["time_limit_s"] + 2
 
 
+async def test_a_child_left_holding_the_pipe_cannot_stall_the_interactor(sandbox_pool: SandboxPool) -> None:
+    """The program exits at once, leaving a child that holds its stdout: the child is killed
+    when the program ends, so the interactor reads EOF (a wrong answer) instead of waiting
+    into its own time limit (a failure, which would mask the response)."""
+    leaves_a_child = "```python\nimport os, time\nif os.fork() == 0:\n    time.sleep(60)\n```"
+    started = time.monotonic()
+    [result] = await judge_group(sandbox_pool, [leaves_a_child], _reference("cpp", TESTLIB_INTERACTOR))
+    assert _verdicts([result]) == [(0.0, "wrong_answer")], result
+    assert all(t["reason"].startswith("interactor: ") for t in result.details["tests"])
+    assert time.monotonic() - started < 10  # the interactor's own limit alone is the test's + 10 s
+
+
 BROKEN_INTERACTORS = [
     pytest.param("cpp", "int main() { __builtin_trap(); }", "killed by signal", id="cpp-crash"),
     pytest.param(
@@ -203,7 +215,7 @@ async def test_a_failing_interactor_is_no_verdict(
 ) -> None:
     [result] = await judge_group(sandbox_pool, [BINARY_SEARCH], _reference(language, source))
     assert isinstance(result, VerifierError), result
-    assert "checker failed" in str(result) and why in str(result), str(result)
+    assert "the problem's interactor failed" in str(result) and why in str(result), str(result)
 
 
 async def test_the_secret_is_nowhere_the_candidate_can_read(sandbox_pool: SandboxPool) -> None:

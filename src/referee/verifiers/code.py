@@ -757,7 +757,10 @@ class CodeVerifier(AsyncVerifier):
                 return VerifierError(f"code sandbox unavailable: {exc}")
             failure = checker_failure(run, prep)
             if failure is not None:  # the problem's checker, not the program: no verdict
-                return VerifierError(f"the problem's checker failed on {failure}"[:500])
+                judge_name = (
+                    "interactor" if prep.checker is not None and prep.checker.interactive else "checker"
+                )
+                return VerifierError(f"the problem's {judge_name} failed on {failure}"[:500])
             if not any(test is not None and test.status == "starved" for test in run.tests):
                 return await asyncio.to_thread(self._check, run, prep, options, limits)
             if options.reward == "binary" and await asyncio.to_thread(
