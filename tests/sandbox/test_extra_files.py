@@ -66,3 +66,44 @@ async def test_a_program_reads_a_data_file_and_cannot_change_it(sandbox_pool: Sa
         sandbox_pool, [READS_AND_TAMPERS], reference("python", tests, {"words.txt": "alpha beta\ngamma\n"})
     )
     assert (check.score, check.details["passed"]) == (1.0, 3), check.details
+
+
+GRADER_H = "#pragma once\nlong long triangle(int n);\n"
+GRADER_CPP = """#include <cstdio>
+#include "triangle.h"
+int main() { int n; std::scanf("%d", &n); std::printf("%lld\\n", triangle(n)); }
+"""
+TRIANGLE = """```cpp
+#include "triangle.h"
+long long triangle(int n) { return 1LL * n * (n + 1) / 2; }
+```"""
+GO_DRIVER = """package main
+
+import "fmt"
+
+func main() {
+	var n int
+	fmt.Scan(&n)
+	fmt.Println(triangle(n))
+}
+"""
+GO_TRIANGLE = "```go\npackage main\n\nfunc triangle(n int) int { return n * (n + 1) / 2 }\n```"
+
+
+async def test_an_ioi_style_grader_is_compiled_with_the_candidates_function(
+    sandbox_pool: SandboxPool,
+) -> None:
+    """The problem ships `main` (a grader, or a Go driver) and the candidate writes the function."""
+    tests = [{"input": "4\n", "output": "10\n"}, {"input": "100000\n", "output": "5000050000\n"}]
+    cpp_files = {"triangle.h": GRADER_H, "grader.cpp": GRADER_CPP}
+    right, wrong = await _judge(
+        sandbox_pool, [TRIANGLE, TRIANGLE.replace("(n + 1)", "(n - 1)")], reference("cpp", tests, cpp_files)
+    )
+    assert (right.score, right.details["passed"]) == (1.0, 2), right.details
+    assert (wrong.score, wrong.details["verdict"]) == (0.0, "wrong_answer"), wrong.details
+    (go,) = await _judge(sandbox_pool, [GO_TRIANGLE], reference("go", tests, {"driver.go": GO_DRIVER}))
+    assert (go.score, go.details["passed"]) == (1.0, 2), go.details
+    # A candidate that writes its own `main` too clashes with the grader's: a compile error.
+    clash = TRIANGLE.removesuffix("```") + "int main() { return 0; }\n```"
+    (check,) = await _judge(sandbox_pool, [clash], reference("cpp", tests, cpp_files))
+    assert check.details["verdict"] == "compile_error", check.details

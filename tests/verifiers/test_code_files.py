@@ -9,6 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from referee.sandbox.compile_cache import program_key
+from referee.sandbox.languages import LANGUAGES
+from referee.sandbox.multi_file import with_extra_sources
 from referee.sandbox.protocol import Job, encode_request
 from referee.sandbox.run_limits import Limits
 from referee.verifiers.code import MAX_EXTRA_FILES, MAX_EXTRA_FILES_BYTES, CodeReference, CodeVerifier
@@ -55,3 +57,18 @@ def test_files_travel_with_the_job_and_shape_the_cache_key() -> None:
     assert b'"files":{"a.txt":"ZGF0YQ==","b.h":"aW50IGI7"}' in request
     keys = {program_key(job(files), "image:1") for files in [(), with_header.files, (("b.h", b"int c;"),)]}
     assert len(keys) == 3
+
+
+def test_the_problems_source_files_are_compiled_with_the_program() -> None:
+    names = ["grader.cpp", "solve.h", "data.txt", "util.cc", "helper.go", "Lib.ml"]
+    cpp = with_extra_sources(LANGUAGES["cpp"], names).compile
+    assert cpp is not None and cpp[-3:] == ("sol.cpp", "grader.cpp", "util.cc")
+    c = with_extra_sources(LANGUAGES["c"], ["grader.c", "x.h"]).compile
+    assert c is not None and c[-3:] == ("sol.c", "grader.c", "-lm")  # the library after the sources
+    go = with_extra_sources(LANGUAGES["go"], names).compile
+    assert go is not None and go[-2:] == ("main.go", "helper.go")
+    ocaml = with_extra_sources(LANGUAGES["ocaml"], names).compile
+    assert ocaml is not None and ocaml[-2:] == ("Lib.ml", "sol.ml")  # dependencies first
+    # Languages that find their modules themselves, and problems without sources, are unchanged.
+    for language, files in (("python", ["helper.py"]), ("rust", ["util.rs"]), ("cpp", ["solve.h"])):
+        assert with_extra_sources(LANGUAGES[language], files) is LANGUAGES[language]

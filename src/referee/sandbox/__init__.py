@@ -14,6 +14,7 @@ from referee.sandbox.checker_format import (
 )
 from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
+from referee.sandbox.multi_file import with_extra_sources
 from referee.sandbox.pool import SandboxPool
 from referee.sandbox.protocol import (
     Job,
@@ -79,5 +80,6 @@ __all__ = [
     "judge_script",
     "plan_script",
     "supports_functions",
+    "with_extra_sources",
     "with_harness",
 ]

@@ -34,6 +34,7 @@ from referee.sandbox.checker_format import (
 )
 from referee.sandbox.judge import StdioConvention
 from referee.sandbox.languages import LANGUAGES, Language
+from referee.sandbox.multi_file import with_extra_sources
 from referee.sandbox.protocol import (
     Job,
     Judgement,
@@ -714,6 +715,8 @@ class CodeVerifier(AsyncVerifier):
     ) -> Check | VerifierError:
         if prep.setup is not None:
             program = code_formats.with_setup(prep.setup, program, list(prep.fn_names))
+        if prep.files:  # the problem's source files of the language are compiled with the program
+            prep = replace(prep, language=with_extra_sources(prep.language, [name for name, _ in prep.files]))
         if prep.mode == "function" and supports_functions(prep.language):
             # A typed language's function tests: the program and its harness, compiled together.
             program = with_harness(prep.language.name, program, list(prep.fn_names))
