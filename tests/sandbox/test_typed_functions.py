@@ -84,6 +84,27 @@ GO_WRONG = GO_RIGHT.replace("return []int{j, i}", "return []int{i, j}")
 GO_THROWS = GO_RIGHT.replace("seen := map[int]int{}", 'panic("no")\n\tseen := map[int]int{}')
 
 
+RUST_RIGHT = """```rust
+use std::collections::HashMap;
+
+impl Solution {
+    pub fn two_sum(nums: Vec<i32>, target: i32) -> Vec<i32> {
+        let mut seen: HashMap<i32, i32> = HashMap::new();
+        for (i, &n) in nums.iter().enumerate() {
+            if let Some(&j) = seen.get(&(target - n)) {
+                return vec![j, i as i32];
+            }
+            seen.insert(n, i as i32);
+        }
+        vec![]
+    }
+}
+```"""
+RUST_WRONG = RUST_RIGHT.replace("vec![j, i as i32]", "vec![i as i32, j]")
+RUST_THROWS = RUST_RIGHT.replace("let mut seen", 'assert!(target < 0, "no");\n        let mut seen')
+RUST_TESTS = [{**t, "fn_name": "two_sum"} for t in TWO_SUM_TESTS]
+
+
 def reference(language: str, tests: list[dict[str, Any]]) -> dict[str, Any]:
     return {"language": language, "test_format": "function", "tests": tests}
 
@@ -94,12 +115,14 @@ def reference(language: str, tests: list[dict[str, Any]]) -> dict[str, Any]:
         ("cpp", CPP_RIGHT, CPP_WRONG, CPP_THROWS),
         ("java", JAVA_RIGHT, JAVA_WRONG, JAVA_THROWS),
         ("go", GO_RIGHT, GO_WRONG, GO_THROWS),
+        ("rust", RUST_RIGHT, RUST_WRONG, RUST_THROWS),
     ],
 )
 async def test_two_sum_in_each_typed_language(
     sandbox_pool: SandboxPool, language: str, right: str, wrong: str, throws: str
 ) -> None:
-    good, bad, thrown = await _judge(sandbox_pool, [right, wrong, throws], reference(language, TWO_SUM_TESTS))
+    tests = RUST_TESTS if language == "rust" else TWO_SUM_TESTS
+    good, bad, thrown = await _judge(sandbox_pool, [right, wrong, throws], reference(language, tests))
     assert (good.score, good.details["passed"], good.details["total"]) == (1.0, 3, 3), good.details
     assert (bad.score, bad.details["verdict"]) == (0.0, "wrong_answer"), bad.details
     assert (bad.details["tests"][0]["reason"] or "").startswith("returned [1, 0]"), bad.details
@@ -112,8 +135,14 @@ async def test_arguments_that_do_not_fit_the_signature_are_wrong_answers(sandbox
         {"fn_name": "twoSum", "args": [[2.5, 7], 9], "expected": [0, 1]},
         {"fn_name": "twoSum", "args": [[2, 7]], "expected": [0, 1]},
     ]
-    for language, program in (("cpp", CPP_RIGHT), ("java", JAVA_RIGHT), ("go", GO_RIGHT)):
-        (check,) = await _judge(sandbox_pool, [program], reference(language, tests))
+    for language, program in (
+        ("cpp", CPP_RIGHT),
+        ("java", JAVA_RIGHT),
+        ("go", GO_RIGHT),
+        ("rust", RUST_RIGHT),
+    ):
+        calls = [{**t, "fn_name": "two_sum"} for t in tests] if language == "rust" else tests
+        (check,) = await _judge(sandbox_pool, [program], reference(language, calls))
         assert check.score == 0.0 and check.details["verdict"] == "wrong_answer", (language, check.details)
         reasons = [t["reason"] for t in check.details["tests"]]
         assert all("not plain JSON" in (r or "") for r in reasons), (language, reasons)
@@ -192,12 +221,40 @@ func big(a int64) (int64, bool) { return a * 3, a > 0 }
 ```"""
 
 
+RUST_TYPES = """```rust
+use std::collections::BTreeMap;
+
+fn counts(s: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for c in s.chars() {
+        *m.entry(c.to_string()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn transpose(g: Vec<Vec<i32>>) -> Vec<Vec<i32>> {
+    (0..g[0].len()).map(|j| g.iter().map(|r| r[j]).collect()).collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn big(a: i64) -> (i64, bool) {
+    (a * 3, a > 0)
+}
+
+fn main() {}
+```"""
+
+
 @pytest.mark.parametrize(
     ("language", "program", "big"),
     [
         ("cpp", CPP_TYPES, [9_000_000_000, True]),
         ("java", JAVA_TYPES, [9_000_000_000, 1]),
         ("go", GO_TYPES, [9_000_000_000, True]),
+        ("rust", RUST_TYPES, [9_000_000_000, True]),
     ],
 )
 async def test_values_are_converted_both_ways(

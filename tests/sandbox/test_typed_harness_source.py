@@ -49,11 +49,30 @@ def test_function_names_are_identifiers_only() -> None:
 
 
 def test_which_languages_take_function_tests() -> None:
-    assert {name for name, lang in LANGUAGES.items() if supports_functions(lang)} >= {"cpp", "java", "go"}
+    assert {name for name, lang in LANGUAGES.items() if supports_functions(lang)} >= {
+        "cpp",
+        "java",
+        "go",
+        "rust",
+    }
     assert function_language(LANGUAGES["cpp"]).harness == LANGUAGES["cpp"].run
     java = function_language(LANGUAGES["java"]).harness
     assert java is not None and "--add-opens=java.base/java.io=ALL-UNNAMED" in java and java[-1] == "main.jar"
-    for language in ("cpp", "java", "go"):
+    for language in ("cpp", "java", "go", "rust"):
         assert CodeReference.model_validate({"language": language, "test_format": "function", "tests": TESTS})
     with pytest.raises(ValidationError, match="supports the formats"):
-        CodeReference.model_validate({"language": "rust", "test_format": "function", "tests": TESTS})
+        CodeReference.model_validate({"language": "c", "test_format": "function", "tests": TESTS})
+
+
+def test_rust_calls_are_written_from_the_signature() -> None:
+    program = (
+        "impl Solution {\n    pub fn f(mut v: Vec<i32>, s: &str, m: &mut Vec<i64>, t: &[(i32, String)]) -> i32 { 0 }\n}\n"
+        "fn g() -> bool { true }\nfn main() {}\n"
+    )
+    source = with_harness("rust", program, ["f", "g"])
+    assert "let mut a0: Vec<i32> = referee_harness::arg(args, 0)?;" in source
+    assert "let mut a1: String = referee_harness::arg(args, 1)?;" in source
+    assert "let mut a2: Vec<i64> = referee_harness::arg(args, 2)?;" in source
+    assert "let mut a3: Vec<(i32, String)> = referee_harness::arg(args, 3)?;" in source
+    assert "Solution::f(a0, &a1, &mut a2, &a3)" in source and "referee_harness::value(g())" in source
+    assert "pub struct Solution;" in source and "fn referee_program_main(" in source

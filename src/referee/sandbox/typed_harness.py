@@ -24,6 +24,12 @@ Where the function is looked up, by language:
   top-level classes (one file holds them all), and a class `Main` is renamed (the harness is
   the jar's `Main`).
 - Go: a package-level function `name`. The program's `func main` is renamed: unused.
+- Rust: a free function `name`, or an associated function of `impl Solution` (LeetCode's Rust
+  convention; `struct Solution;` is declared when the program only has the `impl`). Rust has
+  no reflection, so here the host reads the function's parameter types from its signature and
+  writes them into the call; traits in the harness convert JSON to and from each type
+  (integers, floats, `bool`, `char`, `String`/`&str`, `Vec`/`&[T]`, `VecDeque`, sets, maps,
+  arrays, tuples, `Option`). A signature it cannot read is a compile error.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pathlib import Path
 from referee.sandbox.languages import Language
 
 HARNESS_DIR = Path(__file__).resolve().with_name("harnesses")
-HARNESS_FILES = {"cpp": "harness.cpp", "java": "Harness.java", "go": "harness.go"}
+HARNESS_FILES = {"cpp": "harness.cpp", "java": "Harness.java", "go": "harness.go", "rust": "harness.rs"}
 TYPED_LANGUAGES = frozenset(HARNESS_FILES)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -83,6 +89,8 @@ def with_harness(language: str, program: str, fn_names: Sequence[str]) -> str:
         return _java(program, names)
     if language == "go":
         return _go(program, names)
+    if language == "rust":
+        return _rust(program, names)
     raise ValueError(f"{language} has no compiled function harness")
 
 
@@ -125,3 +133,99 @@ def _go(program: str, names: list[str]) -> str:
 # which Go allows) and placed right after the package clause, where Go wants every import.
 _GO_IMPORTS = re.compile(r"(?m)^package\s+\w+[ \t]*\n")
 _GO_HARNESS_IMPORTS = 'import (\n\trefereeJSON "encoding/json"\n\trefereeIO "io"\n\trefereeOS "os"\n\trefereeReflect "reflect"\n)\n'
+
+
+_RUST_MAIN = re.compile(r"\bfn\s+main\s*\(")
+_RUST_SOLUTION_IMPL = re.compile(r"\bimpl\s+Solution\b")
+_RUST_SOLUTION_STRUCT = re.compile(r"\bstruct\s+Solution\b")
+_RUST_SELF = re.compile(r"^&?\s*(?:'\w+\s+)?(?:mut\s+)?self$")
+
+
+def _rust_parameters(program: str, name: str) -> tuple[list[str], bool] | None:
+    """The parameter types of `fn name(...)` (the first one found) and whether it is declared
+    in `impl Solution` (an associated function); None when there is no such function."""
+    found = re.search(rf"\bfn\s+{name}\s*(?:<[^>{{(]*>)?\s*\(", program)
+    if found is None:
+        return None
+    depth, start, parts, i = 1, found.end(), [], found.end()
+    while i < len(program) and depth:
+        c = program[i]
+        if c in "(<[":
+            depth += 1
+        elif c in ")>]" and not (c == ">" and program[i - 1] == "-"):
+            depth -= 1
+        if (c == "," and depth == 1) or depth == 0:
+            parts.append(program[start:i])
+            start = i + 1
+        i += 1
+    params = [p.strip() for p in parts if p.strip()]
+    types = [p.split(":", 1)[1].strip() for p in params if ":" in p and not _RUST_SELF.match(p)]
+    return types, any(start < found.start() < end for start, end in _impl_blocks(program))
+
+
+def _impl_blocks(program: str) -> list[tuple[int, int]]:
+    """The spans of the program's `impl Solution { ... }` blocks (braces counted; a brace in a
+    string or comment can mislead it, and then the call does not compile: a compile error)."""
+    spans = []
+    for impl in _RUST_SOLUTION_IMPL.finditer(program):
+        opening = program.find("{", impl.end())
+        depth, i = 0, opening
+        while opening >= 0 and i < len(program):
+            depth += {"{": 1, "}": -1}.get(program[i], 0)
+            if depth == 0:
+                spans.append((opening, i))
+                break
+            i += 1
+    return spans
+
+
+def _rust_argument(index: int, declared: str) -> tuple[str, str]:
+    """(the `let` that converts argument `index`, how it is passed) for a declared type."""
+    base, passed = declared, f"a{index}"
+    if base.startswith("&"):
+        base = re.sub(r"^&\s*(?:'\w+\s+)?", "", base)
+        passed = f"&a{index}"
+        if base.startswith("mut "):
+            base, passed = base[4:].strip(), f"&mut a{index}"
+    if base == "str":
+        base = "String"
+    elif base.startswith("[") and base.endswith("]") and ";" not in base:
+        base = f"Vec<{base[1:-1]}>"
+    return f"let mut a{index}: {base} = referee_harness::arg(args, {index})?;", passed
+
+
+def _rust(program: str, names: list[str]) -> str:
+    source = _RUST_MAIN.sub("fn referee_program_main(", program)
+    if _RUST_SOLUTION_IMPL.search(source) and not _RUST_SOLUTION_STRUCT.search(source):
+        source += "\n#[allow(dead_code)]\npub struct Solution;\n"
+    arms = []
+    for name in names:
+        signature = _rust_parameters(source, name)
+        if signature is None:  # no such function: the name is unresolved, a compile error
+            arms.append(f'        "{name}" => referee_harness::value({name}()),\n')
+            continue
+        types, associated = signature
+        lets, passed = (
+            zip(*(_rust_argument(i, t) for i, t in enumerate(types)), strict=True) if types else ((), ())
+        )
+        call = f"{'Solution::' if associated else ''}{name}({', '.join(passed)})"
+        arms.append(
+            f'        "{name}" => {{\n'
+            f"            if args.len() != {len(types)} {{\n"
+            f'                return Err(format!("the test passes {{}} arguments; the function takes {len(types)}", args.len()));\n'
+            "            }\n"
+            + "".join(f"            {line}\n" for line in lets)
+            + f"            referee_harness::value({call})\n"
+            "        }\n"
+        )
+    dispatch = (
+        "#[allow(unused_mut)]\n"
+        "fn referee_dispatch(name: &str, args: &[referee_harness::Json]) -> referee_harness::Fit<String> {\n"
+        "    match name {\n"
+        + "".join(arms)
+        + '        _ => Err(format!("the test calls no function of the program: {}", name)),\n'
+        "    }\n"
+        "}\n\n"
+        "fn main() {\n    referee_harness::run(referee_dispatch);\n}\n"
+    )
+    return f"{source}\n{_harness('rust')}\n{dispatch}"
