@@ -479,7 +479,8 @@ async def test_hostile_program(case: Case, sandbox_pool, escape_check) -> None: 
         check.details
     )
     if case.max_test_ms is not None:
-        assert max(t["time_ms"] for t in check.details["tests"]) < case.max_test_ms, check.details
+        bound_ms = within(case.max_test_ms / 1000) * 1000  # a loaded CI node gets the time factor
+        assert max(t["time_ms"] for t in check.details["tests"]) < bound_ms, check.details
     if case.id == "one_mb_numeric_token":  # judging 1 MB of one token is linear (< 1 s)
         assert elapsed < within(3.0), elapsed
 
