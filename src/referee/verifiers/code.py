@@ -84,12 +84,18 @@ class FunctionTest(BaseModel):
     expected: Any
 
 
-class CheckerSpec(BaseModel):
-    """A problem's checker program (referee.sandbox.checker_format has the conventions)."""
+class ProblemProgram(BaseModel):
+    """A trusted program of the problem, run in the sandbox apart from the candidate: its
+    checker or its interactor (referee.sandbox.checker_format)."""
 
     model_config = ConfigDict(extra="forbid")
     language: CheckerLanguage = Field(description="cpp (testlib.h is on the include path) or python.")
     source: str = Field(min_length=1, max_length=MAX_CHECKER_CHARS)
+
+
+class CheckerSpec(ProblemProgram):
+    """A problem's checker program (referee.sandbox.checker_format has the conventions)."""
+
     convention: CheckerConvention = Field(
         default="testlib",
         description=(
@@ -101,14 +107,10 @@ class CheckerSpec(BaseModel):
     )
 
 
-class InteractorSpec(BaseModel):
+class InteractorSpec(ProblemProgram):
     """An interactive problem's interactor (referee.sandbox.checker_format, in_container/
     interactor_runner.py): testlib's `interactor <input> <output> <answer>`, talking to the
     program through its stdin and stdout while it runs."""
-
-    model_config = ConfigDict(extra="forbid")
-    language: CheckerLanguage = Field(description="cpp (testlib.h is on the include path) or python.")
-    source: str = Field(min_length=1, max_length=MAX_CHECKER_CHARS)
 
 
 class CodeReference(BaseModel):
