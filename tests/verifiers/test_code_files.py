@@ -13,10 +13,11 @@ from referee.sandbox.languages import LANGUAGES
 from referee.sandbox.multi_file import with_extra_sources
 from referee.sandbox.protocol import Job, encode_request
 from referee.sandbox.run_limits import Limits
+from referee.sandbox.settings import SandboxSettings
 from referee.verifiers.code import MAX_EXTRA_FILES, MAX_EXTRA_FILES_BYTES, CodeReference, CodeVerifier
 
 TESTS = [{"input": "1\n", "output": "1\n"}]
-LIMITS = Limits(time_s=1.0, memory_mb=256, stdout_bytes=1 << 16, stderr_bytes=1 << 16, compile_timeout_s=10.0)
+LIMITS = Limits.from_settings(SandboxSettings())
 
 
 def ref(files: dict[str, Any], language: str = "cpp") -> dict[str, Any]:
