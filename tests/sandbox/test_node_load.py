@@ -38,24 +38,37 @@ HONEST = {
     "java": "public class Main { public static void main(String[] x) { java.util.Scanner s = new "
     "java.util.Scanner(System.in); System.out.println(s.nextLong() + s.nextLong()); } }\n",
 }
-# Each hog container forks into 8 busy loops; two of them, at 16x a sandbox container's CPU
-# weight, leave each of the five sandbox containers about 1/37 of the machine. On the code
-# before this test, a 0 came every time (time-outs, compile errors).
+# Each hog container forks into 8 busy loops. Two of them at 16x a sandbox container's CPU
+# weight leave each of the five sandbox containers about 1/37 of the machine: on the code
+# before these tests a 0 came every time (time-outs, compile errors), and on a slow CI node
+# most compiles outlast even the 3x backstop, so only "never a 0" is asserted there. At 8x
+# (about 1/21 each) a test still outlasts its limit in wall-clock time (Python's 2.3 s of 2 s
+# here, compiles 5-6 s) but ends well inside the backstop: there most programs get a verdict.
 HOG_CONTAINERS = 2
-HOG_SHARES = 16384
+SATURATED_SHARES = 16384
+LOADED_SHARES = 8192
 HOG = "import os\nfor _ in range(3):\n    os.fork()\nwhile True:\n    pass\n"
 
 
-@pytest.fixture
-def saturated_node(sandbox_image: str) -> Iterator[None]:
+def _hogs(sandbox_image: str, shares: int) -> Iterator[None]:
     names = [f"referee-test-hog-{uuid.uuid4().hex[:8]}" for _ in range(HOG_CONTAINERS)]
-    base = ["docker", "run", "-d", "--rm", "--network", "none", "--cpu-shares", str(HOG_SHARES)]
+    base = ["docker", "run", "-d", "--rm", "--network", "none", "--cpu-shares", str(shares)]
     try:
         for name in names:
             subprocess.run([*base, "--name", name, sandbox_image, "python3", "-c", HOG], check=True)
         yield
     finally:
         subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
+
+
+@pytest.fixture
+def saturated_node(sandbox_image: str) -> Iterator[None]:
+    yield from _hogs(sandbox_image, SATURATED_SHARES)
+
+
+@pytest.fixture
+def loaded_node(sandbox_image: str) -> Iterator[None]:
+    yield from _hogs(sandbox_image, LOADED_SHARES)
 
 
 async def _judge(pool: SandboxPool, language: str, program: str) -> Check | VerifierError:
@@ -66,28 +79,48 @@ async def _judge(pool: SandboxPool, language: str, program: str) -> Check | Veri
     return result
 
 
-async def test_honest_programs_on_a_saturated_node_are_never_scored_0(
-    saturated_node: None, escape_check: None
-) -> None:
-    """Compiles and tests that take several times their limits in wall-clock time under the
-    load (Rust's compile took 18 s here against a 10 s limit, Java's tests 3 s and the Python
-    one 4 s against 2 s): each program is accepted, or no verdict at all."""
+async def _judge_honest() -> dict[str, Check | VerifierError]:
     pool = SandboxPool(make_sandbox_settings(pool_size=len(HONEST), max_parallel=len(HONEST)))
     await pool.start()
     try:
         results = await asyncio.gather(*(_judge(pool, lang, code) for lang, code in HONEST.items()))
     finally:
         await pool.close()
-    outcomes = {
-        lang: r.details["verdict"] if isinstance(r, Check) else "no verdict"
-        for lang, r in zip(HONEST, results, strict=True)
+    return dict(zip(HONEST, results, strict=True))
+
+
+def _outcomes(results: dict[str, Check | VerifierError]) -> dict[str, str]:
+    return {
+        lang: r.details["verdict"] if isinstance(r, Check) else "no verdict" for lang, r in results.items()
     }
+
+
+def _assert_never_a_0(results: dict[str, Check | VerifierError]) -> None:
+    outcomes = _outcomes(results)
     assert set(outcomes.values()) <= {"accepted", "no verdict"}, outcomes
-    for result in results:
+    for result in results.values():
         assert isinstance(result, VerifierError) or result.score == 1.0
         if isinstance(result, VerifierError):
             assert "overloaded" in str(result)
-    # Most get through: a masked sample is a last resort, not the rule.
+
+
+async def test_honest_programs_on_a_saturated_node_are_never_scored_0(
+    saturated_node: None, escape_check: None
+) -> None:
+    """Compiles and tests that take several times their limits in wall-clock time under the
+    load (Rust's compile took 18 s here against a 10 s limit, Java's tests 3 s and the Python
+    one 4 s against 2 s): each program is accepted, or no verdict at all."""
+    _assert_never_a_0(await _judge_honest())
+
+
+async def test_on_a_loaded_node_most_honest_programs_get_their_verdict(
+    loaded_node: None, escape_check: None
+) -> None:
+    """A masked sample is a last resort, not the rule: with the node loaded but each sandbox
+    container still getting its share, most programs are accepted, none scored 0."""
+    results = await _judge_honest()
+    _assert_never_a_0(results)
+    outcomes = _outcomes(results)
     assert list(outcomes.values()).count("accepted") >= len(HONEST) - 2, outcomes
 
 
