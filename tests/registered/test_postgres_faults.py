@@ -7,6 +7,7 @@ body or /readyz reason names the server."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import shutil
 import subprocess
@@ -257,11 +258,23 @@ def test_a_silent_server_holds_up_only_the_requests_that_read_it(cluster: Postgr
             reader.start()
             time.sleep(0.5)  # the pinned read is now waiting on the silent server
             assert reader.is_alive(), pinned
-            for ask in (lambda: _exact(http), lambda: _score(http, "pg.type"), lambda: http.get("/readyz")):
+            asks = {
+                "a built-in": lambda: _exact(http),
+                "a loaded type": lambda: _score(http, "pg.type"),
+                "/readyz": lambda: http.get("/readyz"),
+            }
+            for what, ask in asks.items():
                 started = time.monotonic()
-                answered = ask()
+                # If the loop is held up, every thread's stack (the server's loop included)
+                # goes to stderr, which the failure report shows: what it waited on.
+                faulthandler.dump_traceback_later(within(1.0))
+                try:
+                    answered = ask()
+                finally:
+                    faulthandler.cancel_dump_traceback_later()
+                took = time.monotonic() - started
                 assert answered.status_code == 200, answered.text
-                assert time.monotonic() - started < within(1.0), "the event loop waited on the database"
+                assert took < within(1.0), f"{what} took {took:.1f} s: the event loop waited on the database"
             reader.join(60)
         assert pinned, "the pinned request never ended"
         _unreachable(pinned[0], cluster)

@@ -194,3 +194,26 @@ async def test_64_sessions_at_once_with_the_pool_bounded(sandbox_image: str) -> 
         assert pool.warm <= pool.settings.pool_size  # the returned containers do not pile up
     finally:
         await pool.close()
+
+
+async def test_sessions_closing_while_a_program_runs_leave_the_pool_bounded(sandbox_image: str) -> None:
+    """Sessions handing their containers back while a program runs fill the warm set (the pool
+    refilled behind them): the program's container, scrubbed after theirs, then makes room too."""
+    pool = SandboxPool(make_sandbox_settings(pool_size=2, max_parallel=2, max_sessions=4))
+    await pool.start()
+    try:
+        for _ in range(2):
+            sessions = await asyncio.gather(*(pool.open_session(SessionSpec()) for _ in range(3)))
+            assert await pool.until_warm(2)
+
+            async def close_all(sessions: list[SandboxSession]) -> None:
+                await asyncio.sleep(0.3)  # the program is running by then
+                await asyncio.gather(*(s.close() for s in sessions))
+
+            source = "import time\ntime.sleep(1.5)\nprint(6 * 7)\n"
+            result, _ = await asyncio.gather(pool.run(job(pool, source)), close_all(sessions))
+            assert result.tests[0] is not None and result.tests[0].stdout == b"42\n"
+            assert await pool.until_warm(2)
+            assert pool.warm == 2 and pool.containers <= pool.max_containers
+    finally:
+        await pool.close()

@@ -417,7 +417,7 @@ class SandboxPool:
 
     async def _recycle(self, container: SandboxContainer, *, make_room: bool = False) -> None:
         """Back to the warm pool once the supervisor says it scrubbed itself, or removed.
-        `make_room`: if the warm set is full, its youngest container goes instead."""
+        If the pool is full (`_full`), its youngest warm container goes instead."""
         try:
             container.runs += 1
             retire = (
@@ -430,7 +430,7 @@ class SandboxPool:
                     ready = await container.wait_ready(self.settings.scrub_timeout_s)
             if ready and not self._closed and self._healthy and container.alive():
                 self.stats["reused"] += 1
-                if make_room and self._warm and len(self._warm) >= self.settings.pool_size:
+                if self._full(make_room) and self._warm:
                     self._spawn(self._remove(self._warm.pop()))
                 self._warm.append(container)
             else:
@@ -438,6 +438,15 @@ class SandboxPool:
         finally:
             self._recycling -= 1
             self._changed.set()
+
+    def _full(self, make_room: bool) -> bool:
+        """Whether a container coming back (counted in `_recycling`) would overfill the pool:
+        the others would make `max_containers`, or (`make_room`, a session's) the warm set is
+        at `pool_size`. Sessions' containers come back on top of the ones the pool started
+        behind them, so a scoring container scrubbed meanwhile finds the pool full too."""
+        others = len(self._warm) + self._starting + self._in_use + self._recycling - 1
+        at_size = make_room and len(self._warm) >= self.settings.pool_size
+        return at_size or others >= self.max_containers
 
     async def _run_in(
         self,
