@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from referee.service.background import BackgroundServer
-from referee.service.json_body import MAX_DEPTH, parse_json
+from referee.service.json_body import MAX_DEPTH, DuplicateKey, parse_json
 
 
 def _post(server: BackgroundServer, path: str, raw: bytes, **params: str) -> httpx.Response:
@@ -200,25 +200,44 @@ def test_a_transient_failure_among_invalid_samples_is_still_a_503(server: Backgr
 
 
 def test_a_key_named_twice_is_a_422_everywhere(server: BackgroundServer) -> None:
-    """Last-wins would judge something else than the trainer sent: refused, naming the key."""
-    for path, body in [
-        ("/v1/score", b'{"verifier": "exact", "response": "2", "reference": "1", "reference": "2"}'),
+    """Last-wins would judge something else than the trainer sent: refused, naming the key and,
+    as `loc`, the path of the object that names it."""
+    for path, body, loc in [
+        ("/v1/score", b'{"verifier": "exact", "response": "2", "reference": "1", "reference": "2"}', []),
         (
             "/v1/score",
             b'{"verifier": "exact", "response": "a", "reference": "a", "options": {"x": 1, "x": 2}}',
+            ["options"],
         ),
         (
             "/v1/groups",
             b'{"groups": [{"verifier": "exact", "verifier": "math", "reference": "1", "responses": ["1"]}]}',
+            ["groups", 0],
         ),
-        ("/v1/openrlhf/reward", b'{"query": ["1"], "labels": ["1"], "labels": ["2"]}'),
-        ("/v1/verifiers", b'{"name": "t.dup", "name": "t.dup2", "kind": "declarative"}'),
-        ("/v1/audits", b'{"verifier": "exact", "verifier": "math", "rows": []}'),
+        (
+            "/v1/groups",
+            b'{"groups": [{"verifier": "exact", "reference": "1", "responses": ["1"]},'
+            b' {"verifier": "math", "reference": {"answer": "1", "answer": "2"}, "responses": ["1"]}]}',
+            ["groups", 1, "reference"],
+        ),
+        ("/v1/openrlhf/reward", b'{"query": ["1"], "labels": ["1"], "labels": ["2"]}', []),
+        ("/v1/verifiers", b'{"name": "t.dup", "name": "t.dup2", "kind": "declarative"}', []),
+        ("/v1/audits", b'{"verifier": "exact", "verifier": "math", "rows": []}', []),
     ]:
-        _json_invalid(_post(server, path, body), "appears twice in one object")
+        r = _post(server, path, body)
+        _json_invalid(r, "appears twice in one object")
+        assert r.json()["detail"][0]["loc"] == ["body", *loc], r.text
     # The same key in two different objects is no duplicate.
     r = _post(server, "/v1/score", b'{"verifier": "exact", "response": "a", "reference": "a", "options": {}}')
     assert r.status_code == 200 and r.json()["score"] == 1.0, r.text
+
+
+def test_parse_json_locates_a_key_named_twice() -> None:
+    with pytest.raises(DuplicateKey) as raised:
+        parse_json(b'{"a": [{"b": 1, "b2": 1}, {"c": {"d": 1, "e": 0, "d": 2}}], "z": {"y": 1, "y": 1}}')
+    assert raised.value.path == ("a", 1, "c") and raised.value.key == "d"  # the first in the text
+    assert raised.value.msg == "the key 'd' appears twice in one object (at a.1.c)"
+    assert parse_json(b'{"a": {"b": 1}, "b": {"a": 1}}') == {"a": {"b": 1}, "b": {"a": 1}}
 
 
 def test_parse_json_accepts_plain_json() -> None:

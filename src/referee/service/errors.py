@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 
 from referee.errors import DomainError, ErrorKind
 from referee.models import ErrorBody
+from referee.service.json_body import DuplicateKey
 
 log = structlog.get_logger(__name__)
 
@@ -132,6 +133,9 @@ def install_error_handlers(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail = _clean_validation_errors(exc.errors())
+        if isinstance(exc.__cause__, DuplicateKey) and len(detail) == 1:
+            # FastAPI says where in the text (a character offset); the object's path says more.
+            detail[0]["loc"] = ["body", *exc.__cause__.path]
         where = ", ".join(".".join(map(str, d["loc"])) for d in detail[:5])
         return error_response(422, "validation_error", f"invalid request: {where}", detail)
 

@@ -8,7 +8,8 @@ twice (`{"reference": "1", "reference": "2"}`: the last one would win without a 
 what a trainer meant is not what is judged). Such a body is a client
 mistake: each is refused here as a 422 `validation_error` whose `detail` says what is wrong
 (`type: json_invalid`), like any other malformed JSON, and the same for a body that is not
-UTF-8. So no verifier ever sees a non-finite number or a string it cannot encode.
+UTF-8. A key named twice is located: its error's `loc` is the path of the object that names
+it, as for any field (`DuplicateKey`, which the error handler reads). So no verifier ever sees a non-finite number or a string it cannot encode.
 
 Routes opt in through `StrictJSONRoute` (`APIRouter(route_class=StrictJSONRoute)`): FastAPI
 turns the `json.JSONDecodeError` raised here into its request-validation error.
@@ -46,19 +47,55 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class DuplicateKey(json.JSONDecodeError):
+    """An object named `key` twice; `path` is where that object is in the body (the error's
+    `loc`, as for any other field: the service's error handler puts it there)."""
+
+    def __init__(self, key: str, path: tuple[str | int, ...]) -> None:
+        where = f" (at {'.'.join(map(str, path))})" if path else ""
+        super().__init__(f"the key {key[:80]!r} appears twice in one object{where}", "", 0)
+        self.key, self.path = key, path
+
+
+class _Twice(dict[str, Any]):
+    """An object that named `key` twice: kept (last value wins) until the whole body is parsed,
+    since `object_pairs_hook` does not know where in the body the object is."""
+
+    key = ""
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _Refused(f"the key {key[:80]!r} appears twice in one object")
-            seen.add(key)
-    return value
+    if len(value) == len(pairs):
+        return value
+    twice = _Twice(value)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            twice.key = key
+            break
+        seen.add(key)
+    return twice
 
 
-def _check_values(value: Any, max_depth: int) -> None:
-    """Iteratively (a deep value must not exhaust the stack here either): depth and strings."""
+def _path_to_twice(value: Any) -> tuple[tuple[str | int, ...], str] | None:
+    """Where the first object that names a key twice is, and the key (only on that error)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _Twice):
+            return path, item.key
+        if isinstance(item, dict):
+            stack.extend((child, (*path, key)) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, (*path, i)) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _check_values(value: Any, max_depth: int) -> bool:
+    """Iteratively (a deep value must not exhaust the stack here either): depth and strings.
+    Whether an object names a key twice."""
+    twice = False
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -68,8 +105,10 @@ def _check_values(value: Any, max_depth: int) -> None:
         elif isinstance(item, dict | list):
             if depth > max_depth:
                 raise _Refused(f"nested deeper than {max_depth} levels")
+            twice = twice or isinstance(item, _Twice)
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
+    return twice
 
 
 def parse_json(body: bytes, max_depth: int = MAX_DEPTH) -> Any:
@@ -82,7 +121,9 @@ def parse_json(body: bytes, max_depth: int = MAX_DEPTH) -> Any:
         value = json.loads(
             text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
         )
-        _check_values(value, max_depth)
+        twice = _path_to_twice(value) if _check_values(value, max_depth) else None
+        if twice is not None:
+            raise DuplicateKey(twice[1], twice[0])
     except json.JSONDecodeError:
         raise
     except RecursionError:
