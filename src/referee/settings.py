@@ -450,11 +450,15 @@ class SessionSettings(Section):
     max_code_bytes: int = Field(default=256 << 10, ge=1024, le=16 << 20, description="Code of one call.")
     # Caps on the limits a session may ask for (a request beyond one gets the cap, and is told
     # so); a request that names none gets the sandbox's session defaults (10 s a call, 600 CPU
-    # s, 512 MB, 64 KB), each at most its cap.
+    # s, 512 MB, 64 KB, 32 MB files, 256 open files), each at most its cap.
     max_call_time_s: float = Field(default=60.0, gt=0.0, le=3600.0)
     max_session_cpu_s: float = Field(default=3600.0, gt=0.0, le=86_400.0)
     max_memory_mb: int = Field(default=2048, ge=64, le=65_536)
     max_output_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
+    # Files the kernel may write (the size of one) and hold open; the container's own ulimits
+    # (REFEREE_SANDBOX_FILE_SIZE_LIMIT_MB, REFEREE_SANDBOX_OPEN_FILES) bound these too.
+    max_file_size_mb: int = Field(default=64, ge=1, le=65_536)
+    max_open_files: int = Field(default=256, ge=32, le=65_536)
 
     @model_validator(mode="after")
     def _ttl_within_its_cap(self) -> SessionSettings:

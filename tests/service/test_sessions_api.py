@@ -63,6 +63,8 @@ async def test_open_run_read_list_close(tmp_path: Path) -> None:
             "session_cpu_s": 600.0,
             "memory_mb": 512,
             "output_bytes": 65536,
+            "file_size_mb": 32,
+            "open_files": 256,
         }
         assert (body["idle_ttl_s"], body["max_lifetime_s"]) == (60.0, 3600.0)
         assert sandbox.sessions[0].spec.files == {"in.txt": b"x"}
@@ -182,7 +184,8 @@ async def test_a_busy_session_queues_then_refuses_409(tmp_path: Path) -> None:
     [
         ({"language": "ruby"}, "language"),
         ({"limits": {"memory_mb": -1}}, "memory_mb"),
-        ({"limits": {"file_size_mb": 1}}, "file_size_mb"),
+        ({"limits": {"value_bytes": 1}}, "value_bytes"),  # not one a request may set
+        ({"limits": {"open_files": 8}}, "open_files"),  # the kernel needs a few of its own
         ({"files": {"../x": "y"}}, "files"),
         ({"files": {"a": 1}}, "files"),
         ({"idle_ttl_s": 0}, "idle_ttl_s"),

@@ -182,6 +182,28 @@ async def test_an_idle_session_is_reclaimed_and_its_container_scrubbed_for_the_n
         assert gone_var["status"] == "error" and "NameError" in gone_var["error"]
 
 
+async def test_file_limits_a_session_asks_for_apply_within_the_service_caps(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    """`file_size_mb` and `open_files` as asked (open_files lowered to the service's cap): a
+    call beyond either fails with Python's own error, and the session goes on."""
+    async with service(tmp_path, sessions_max_open_files=64) as (http, _):
+        limits = {"file_size_mb": 1, "open_files": 1000}
+        answer = await http.post("/v1/sessions", json={"limits": limits}, headers=auth(KEYS[0]))
+        assert answer.status_code == 201, answer.text
+        applied = answer.json()["limits"]
+        assert (applied["file_size_mb"], applied["open_files"]) == (1, 64)
+        sid = answer.json()["id"]
+        small = await run(http, sid, "open('small.bin', 'wb').write(b'x' * (1 << 19))")
+        assert (small["status"], small["value"]) == ("ok", str(1 << 19)), small
+        big = await run(http, sid, "open('big.bin', 'wb').write(b'x' * (2 << 20))")
+        assert big["status"] == "error" and "File too large" in big["error"], big
+        many = await run(http, sid, "held = [open('small.bin') for _ in range(100)]")
+        assert many["status"] == "error" and "Too many open files" in many["error"], many
+        still = await run(http, sid, "import os\nos.path.getsize('small.bin'), os.path.getsize('big.bin')")
+        assert still["status"] == "ok" and still["value"] == f"({1 << 19}, {1 << 20})", still
+
+
 @pytest.mark.slow
 async def test_64_sessions_at_once_through_the_service(tmp_path: Path, sandbox_image: str) -> None:
     async with service(tmp_path, sandbox_pool_size=2, sandbox_max_parallel=2) as (http, runtime):

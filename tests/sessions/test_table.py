@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from referee.errors import DomainError, ErrorKind, InputError
+from referee.runtime import Runtime
 from referee.sandbox.session import MAX_SESSION_FILES, MAX_SESSION_FILES_BYTES
 from referee.sessions import MAX_WAITING_CALLS, CodeSessions
 from referee.settings import SessionSettings
+from tests.conftest import make_settings
 from tests.support.fake_sessions import FakeSandbox
 from tests.timing import within
 
@@ -325,12 +327,19 @@ async def test_restarts_are_counted(sessions: CodeSessions) -> None:
 async def test_limits_and_ttl_over_their_caps_are_lowered_to_them(
     sandbox: FakeSandbox, clock: FakeClock
 ) -> None:
-    async with started(sandbox, clock, max_call_time_s=20, max_memory_mb=256, max_idle_ttl_s=600) as sessions:
-        info = await sessions.open(
-            A, limits={"call_time_s": 30, "memory_mb": 1024, "output_bytes": 4096}, idle_ttl_s=3600
-        )
+    caps = {"max_call_time_s": 20, "max_memory_mb": 256, "max_idle_ttl_s": 600, "max_open_files": 64}
+    async with started(sandbox, clock, **caps) as sessions:
+        asked = {
+            "call_time_s": 30,
+            "memory_mb": 1024,
+            "output_bytes": 4096,
+            "file_size_mb": 8,
+            "open_files": 100,
+        }
+        info = await sessions.open(A, limits=asked, idle_ttl_s=3600)
         lim = info.limits
         assert (lim.call_time_s, lim.memory_mb, lim.output_bytes, info.idle_ttl_s) == (20, 256, 4096, 600)
+        assert (lim.file_size_mb, lim.open_files) == (8, 64)
         assert sandbox.sessions[0].spec.limits == lim  # what the sandbox was asked for
         default = await sessions.open(A)
         assert (default.limits.call_time_s, default.limits.memory_mb) == (10.0, 256)  # default 512, capped
@@ -344,7 +353,7 @@ async def test_limits_and_ttl_over_their_caps_are_lowered_to_them(
     ("kwargs", "loc", "kind"),
     [
         ({"language": "ruby"}, ["body", "language"], "literal_error"),
-        ({"limits": {"file_size_mb": 1}}, ["body", "limits", "file_size_mb"], "extra_forbidden"),
+        ({"limits": {"value_bytes": 1}}, ["body", "limits", "value_bytes"], "extra_forbidden"),
         ({"limits": {"memory_mb": 0}}, ["body", "limits", "memory_mb"], "greater_than"),
         ({"idle_ttl_s": 0.0}, ["body", "idle_ttl_s"], "greater_than"),
         ({"files": {"../etc/passwd": "x"}}, ["body", "files", "../etc/passwd"], "string_pattern_mismatch"),
@@ -411,3 +420,18 @@ async def test_the_reaper_task_reaps_on_its_own(sandbox: FakeSandbox) -> None:
         assert sessions.counters.expired == 1
     finally:
         await sessions.stop()
+
+
+def test_the_file_caps_are_held_to_the_containers_own_ulimits() -> None:
+    """A kernel asking for more than its container allows could not start: the service's caps
+    are lowered to the sandbox's ulimits (REFEREE_SANDBOX_OPEN_FILES, ..._FILE_SIZE_LIMIT_MB)."""
+    settings = make_settings(
+        workers=1,
+        sandbox=False,
+        sandbox_open_files=128,
+        sandbox_file_size_limit_mb=16,
+        sessions_max_open_files=1024,
+        sessions_max_file_size_mb=8,
+    )
+    caps = Runtime(settings).code_sessions.settings
+    assert (caps.max_open_files, caps.max_file_size_mb) == (128, 8)

@@ -48,8 +48,15 @@ class SessionLimitsRequest(StrictModel):
     output_bytes: int | None = Field(
         default=None, gt=0, le=1 << 30, description="stdout and stderr kept per call, each."
     )
+    file_size_mb: int | None = Field(
+        default=None, gt=0, le=1 << 20, description="The largest file the session may write."
+    )
+    # The kernel itself holds a few (its pipes, the interpreter's own).
+    open_files: int | None = Field(default=None, ge=32, le=1 << 20, description="Files open at once.")
 
-    _numbers = json_numbers("call_time_s", "session_cpu_s", "memory_mb", "output_bytes")
+    _numbers = json_numbers(
+        "call_time_s", "session_cpu_s", "memory_mb", "output_bytes", "file_size_mb", "open_files"
+    )
 
 
 class SessionLimitsInfo(StrictModel):
@@ -59,6 +66,8 @@ class SessionLimitsInfo(StrictModel):
     session_cpu_s: float
     memory_mb: int
     output_bytes: int
+    file_size_mb: int
+    open_files: int
 
 
 class SessionOpenRequest(StrictModel):

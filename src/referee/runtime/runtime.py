@@ -30,7 +30,7 @@ from referee.runtime.sessions import DashboardLogins
 from referee.sandbox import SandboxPool
 from referee.scoring import Admission, BackgroundShare, Scorer, WorkerPool
 from referee.sessions import CodeSessions
-from referee.settings import RegistrySettings, Settings, StatsSettings
+from referee.settings import RegistrySettings, SessionSettings, Settings, StatsSettings
 from referee.stats import ScopedStats, SharedStats, Statistics, default_replica_id, persisted
 from referee.verifiers import CodeSandbox, Resources, load_installed
 
@@ -69,6 +69,18 @@ def _shared_statistics(settings: Settings) -> SharedStats | None:
     return SharedStats(settings.registry.db_url, settings.stats.replica_id or "")
 
 
+def _session_caps(settings: Settings) -> SessionSettings:
+    """The sessions' settings with their file caps held to the container's own ulimits: a
+    kernel asking for more than the container allows could not start."""
+    sessions, sandbox = settings.sessions, settings.sandbox
+    return sessions.model_copy(
+        update={
+            "max_file_size_mb": min(sessions.max_file_size_mb, sandbox.file_size_limit_mb),
+            "max_open_files": min(sessions.max_open_files, sandbox.open_files),
+        }
+    )
+
+
 class Runtime:
     def __init__(self, settings: Settings | None = None, *, sandbox: CodeSandbox | None = None) -> None:
         """`sandbox`: one the caller owns (and starts and stops), instead of the pool
@@ -95,7 +107,7 @@ class Runtime:
         # Code sessions (/v1/sessions): each pins a container of the sandbox, so a sandbox
         # without `open_session` (a caller's, a test's) or none at all has none to give.
         self.code_sessions = CodeSessions(
-            settings.sessions,
+            _session_caps(settings),
             getattr(self.resources.sandbox, "open_session", None),
             max_open=settings.sandbox.max_sessions,
         )

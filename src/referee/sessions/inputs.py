@@ -28,6 +28,8 @@ LIMIT_CAPS = {
     "session_cpu_s": "max_session_cpu_s",
     "memory_mb": "max_memory_mb",
     "output_bytes": "max_output_bytes",
+    "file_size_mb": "max_file_size_mb",
+    "open_files": "max_open_files",
 }
 MAX_PATH_CHARS = 255
 
