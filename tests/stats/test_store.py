@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from referee.models import Traffic, Verdict, VerdictStatus
+from referee.registered.store import SQLiteStore
+from referee.settings import Settings
 from referee.stats import Statistics, StatsStore, counted_as
 from referee.stats.buckets import latency_bucket
+from referee.stats.persistence import persisted
 from referee.stats.store import SCHEMA_VERSION, StatsFileTaken
 
 
@@ -188,3 +191,22 @@ def test_a_statistics_file_is_held_by_one_store_at_a_time(tmp_path: Path) -> Non
         StatsStore(tmp_path / "s.db")
     first.close()
     StatsStore(tmp_path / "s.db").close()  # free again once closed
+
+
+async def test_a_registry_named_like_a_statistics_file_is_never_written_as_one(tmp_path: Path) -> None:
+    """`referee-stats.db` is the statistics file of a registry `referee.db`, and may also be
+    another service's registry: a file holding other tables is refused like a taken one (the
+    service then takes its own file, by its port) and left as it was."""
+    registry = SQLiteStore(tmp_path / "referee-stats.db")
+    registry.add("kept.type", "declarative", "d1", {"comparator": "exact"}, None, max_names=10)
+    registry.close()
+    before = (tmp_path / "referee-stats.db").read_bytes()
+    with pytest.raises(StatsFileTaken, match="not a statistics file"):
+        StatsStore(tmp_path / "referee-stats.db")
+    assert (tmp_path / "referee-stats.db").read_bytes() == before
+    settings = Settings(registry={"db_path": tmp_path / "referee.db"}, service={"port": 8123})
+    async with persisted(Statistics(), settings.stats_paths(), every_s=60) as store:
+        assert store is not None and store.path == tmp_path / "referee-stats-8123.db"
+    reopened = SQLiteStore(tmp_path / "referee-stats.db")
+    assert reopened.get("kept.type") is not None
+    reopened.close()

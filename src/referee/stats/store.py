@@ -96,9 +96,20 @@ def _migrate_to_1(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE verifier_minutes_v0")
 
 
+# Tables of this file at any schema version (`verifier_minutes_v0`: a migration under way).
+_OWN_TABLES = frozenset({"prompts", "http_minutes", "verifier_minutes", "verifier_minutes_v0"})
+
+
 def _open(path: Path) -> sqlite3.Connection:
-    """The file at `path`, created or migrated to `SCHEMA_VERSION`."""
+    """The file at `path`, created or migrated to `SCHEMA_VERSION`. StatsFileTaken if it holds
+    other tables: another service's registry, say (`referee-stats.db` is also what the
+    statistics of a registry `referee.db` beside it are called), which is never written."""
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables - _OWN_TABLES:
+        db.close()
+        foreign = ", ".join(sorted(tables - _OWN_TABLES)[:5])
+        raise StatsFileTaken(f"{path} is not a statistics file (it holds the tables {foreign})")
     db.execute("PRAGMA journal_mode=WAL")
     version = db.execute("PRAGMA user_version").fetchone()[0]
     existing = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'verifier_minutes'").fetchone()
