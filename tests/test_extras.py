@@ -5,7 +5,8 @@ distributions are hidden (tests/support/without_extras.py), as in a virtualenv t
 them, and fails on any collection error: without every extra at once (every guard has to hold
 on its own, the runner's packages excepted), and without one extra at a time (a module guarded
 only by another extra's import: Ray comes with `trainers`, Ray Serve only with `ray`). Each
-collection takes seconds, hence `slow`: `make test` runs them, `make test-fast` does not.
+collection takes seconds (two run at once), hence `slow`: `make test` runs them, `make
+test-fast` does not.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -36,13 +39,28 @@ def collect_without(*extras: str) -> str:
     return out
 
 
+@pytest.fixture(scope="module")
+def collections(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, ...], Future[str]]]:
+    """The collections the selected tests of this module check, started at once and run two at
+    a time (each is a process that mostly imports, ~15 s): half the time on two cores."""
+    wanted: list[tuple[str, ...]] = []
+    for item in request.session.items:
+        if item.path == request.path and "collections" in getattr(item, "fixturenames", ()):
+            params = getattr(item, "callspec", None)
+            wanted.append((params.params["extra"],) if params is not None else ())
+    with ThreadPoolExecutor(max_workers=2) as runs:
+        yield {hidden: runs.submit(collect_without, *hidden) for hidden in dict.fromkeys(wanted)}
+
+
 def module_skips(out: str) -> dict[str, str]:
     return {m["where"]: m["reason"] for m in SKIPPED.finditer(out)}
 
 
 @pytest.mark.slow
-def test_without_any_extra_the_suite_collects_and_skips_with_a_reason() -> None:
-    skips = module_skips(collect_without())
+def test_without_any_extra_the_suite_collects_and_skips_with_a_reason(
+    collections: dict[tuple[str, ...], Future[str]],
+) -> None:
+    skips = module_skips(collections[()].result())
     # Hiding took effect: the trainer and deployment suites cannot have run their imports.
     assert any(where.startswith("tests/trainer_adapter/test_grpo_loss.py") for where in skips), skips
     assert any(where.startswith("tests/deploy/test_ray_serve.py") for where in skips), skips
@@ -52,8 +70,10 @@ def test_without_any_extra_the_suite_collects_and_skips_with_a_reason() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", EXTRAS)
-def test_without_one_extra_the_suite_collects(extra: str) -> None:
-    skips = module_skips(collect_without(extra))
+def test_without_one_extra_the_suite_collects(
+    extra: str, collections: dict[tuple[str, ...], Future[str]]
+) -> None:
+    skips = module_skips(collections[(extra,)].result())
     unexplained = {where: reason for where, reason in skips.items() if "pip install" not in reason}
     assert not unexplained, f"skipped without saying how to install what is missing: {unexplained}"
 

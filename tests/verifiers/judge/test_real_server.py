@@ -9,6 +9,7 @@ off at the token limit) is an error verdict that is never cached, never a score.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -25,8 +26,10 @@ def clients(url: str, model: str, **endpoint: Any) -> JudgeClients:
     return JudgeClients(JudgeSettings(endpoints={"default": {"url": url, "model": model, **endpoint}}))
 
 
-async def judge(verifier: Any, group: list[str], reference: Any, judges: JudgeClients) -> list[Any]:
-    opts = verifier.validate_options({"sampling": {"max_tokens": 8}})
+async def judge(
+    verifier: Any, group: list[str], reference: Any, judges: JudgeClients, max_tokens: int = 8
+) -> list[Any]:
+    opts = verifier.validate_options({"sampling": {"max_tokens": max_tokens}})
     prepared = verifier.prepare(verifier.validate_reference(reference), opts)
     return list(await verifier.check_group(group, prepared, opts, Resources(judges=judges)))
 
@@ -53,6 +56,53 @@ async def test_a_reply_without_a_verdict_is_an_error_and_costs_one_call_per_prom
         results = await judge(JudgeRubricVerifier(), ["Hello.", "Hi."], rubric, judges)
         assert all(isinstance(r, VerifierError) and "criterion 1 ('Is polite.')" in str(r) for r in results)
         assert sum(judges.calls.values()) == 8  # 2 responses x 2 criteria
+    finally:
+        await judges.aclose()
+
+
+def failed(result: Any, kind: str) -> bool:
+    return isinstance(result, VerifierError) and f"failed ({kind})" in str(result)
+
+
+def reached(result: Any) -> bool:
+    """The server answered (with nonsense, which no parser reads as a verdict)."""
+    return isinstance(result, VerifierError) and "unparseable" in str(result)
+
+
+@pytest.mark.slow
+async def test_a_slow_reply_and_a_restarted_server_are_errors_then_verdicts_again(
+    openai_server: OpenAIServer,
+) -> None:
+    """As a long run meets them: a reply slower than the endpoint's timeout is an error verdict
+    (masked, never a score); while the server is down calls fail as unreachable, then at once
+    (the breaker), and once it is back and the breaker's cool-down is over they reach it again."""
+    require_serving()
+    slow = clients(openai_server.base_url, openai_server.model, timeout_s=0.05, retries=0)
+    try:
+        [result] = await judge(JudgeEquivalenceVerifier(), ["The answer is 42."], "42", slow, max_tokens=500)
+        assert failed(result, "timeout"), result
+    finally:
+        await slow.aclose()
+
+    judges = clients(
+        openai_server.base_url, openai_server.model, retries=0, breaker_failures=2, breaker_reset_s=1
+    )
+    try:
+        [before] = await judge(JudgeEquivalenceVerifier(), ["It is 42."], "42", judges)
+        assert reached(before), before
+        openai_server.stop(abrupt=True)
+        try:
+            down = [
+                (await judge(JudgeEquivalenceVerifier(), [f"It is {n}."], "42", judges))[0] for n in range(3)
+            ]
+        finally:
+            openai_server.start()
+        assert failed(down[0], "unreachable") and failed(down[1], "unreachable"), down
+        assert failed(down[2], "breaker_open"), down[2]  # two failures in a row opened it
+        await asyncio.sleep(1.2)  # the cool-down: the next call is the breaker's trial
+        [after] = await judge(JudgeEquivalenceVerifier(), ["It is 43."], "42", judges)
+        assert reached(after), after
+        assert judges.health()["default"]["state"] == "closed"
     finally:
         await judges.aclose()
 
