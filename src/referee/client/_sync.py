@@ -166,8 +166,8 @@ class Client:
         """A stateful code session (`POST /v1/sessions`): `with client.open_session() as py:
         py.run("x = 1"); py.run("x + 1").value == "2"`. `limits` (`call_time_s`,
         `session_cpu_s`, `memory_mb`, `output_bytes`, `file_size_mb`, `open_files`) are capped
-        by the service; `files` (relative path -> text) are placed in the work dir first. A full quota or no free slot
-        (429/503) is waited out with the client's patience."""
+        by the service; `files` (relative path -> text) are placed in the work dir first. A
+        full quota or no free slot (429/503) is waited out with the client's patience."""
         body = s.session_body(language, limits, files, idle_ttl_s)
         return Session(self, s.parse_session(self._request("POST", "/v1/sessions", body, resend=s.CREATE)))
 

@@ -9,7 +9,8 @@ what a trainer meant is not what is judged). Such a body is a client
 mistake: each is refused here as a 422 `validation_error` whose `detail` says what is wrong
 (`type: json_invalid`), like any other malformed JSON, and the same for a body that is not
 UTF-8. A key named twice is located: its error's `loc` is the path of the object that names
-it, as for any field (`DuplicateKey`, which the error handler reads). So no verifier ever sees a non-finite number or a string it cannot encode.
+it, as for any field (`DuplicateKey`, which the error handler reads). So no verifier ever
+sees a non-finite number or a string it cannot encode.
 
 Routes opt in through `StrictJSONRoute` (`APIRouter(route_class=StrictJSONRoute)`): FastAPI
 turns the `json.JSONDecodeError` raised here into its request-validation error.
