@@ -28,6 +28,7 @@ Fixtures (registered for the whole suite by tests/conftest.py's `pytest_plugins`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -65,11 +67,10 @@ def require_serving() -> None:
     pytest.importorskip("openai", reason=OPENAI)
 
 
-def build_tiny_chat_model(directory: Path, seed: int = 0) -> Path:
-    """Save a tiny random-init chat model and its tokenizer into `directory` (~1 s once torch
-    is imported); the same `seed` gives the same weights, so the same answers."""
+def _tiny_chat_model(seed: int) -> tuple[Any, Any]:
+    """(model, tokenizer): 2 layers, hidden size 32, a character tokenizer with ChatML."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     from tests.support.tokenizers import EOS, PAD, PRINTABLE, char_tokenizer
 
@@ -84,14 +85,59 @@ def build_tiny_chat_model(directory: Path, seed: int = 0) -> Path:
     with torch.random.fork_rng():  # the test process's own random state is left as it was
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
-    special = sorted(tokenizer.all_special_ids)
+    return model, tokenizer
+
+
+def _save(model: Any, tokenizer: Any, directory: Path, suppress: list[int]) -> Path:
+    from transformers import GenerationConfig
+
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, suppress_tokens=special
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, suppress_tokens=suppress
     )
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def build_tiny_chat_model(directory: Path, seed: int = 0) -> Path:
+    """Save a tiny random-init chat model and its tokenizer into `directory` (~1 s once torch
+    is imported); the same `seed` gives the same weights, so the same answers. Its special
+    tokens are suppressed, end of text included: every answer runs to `max_tokens`."""
+    model, tokenizer = _tiny_chat_model(seed)
+    return _save(model, tokenizer, directory, sorted(tokenizer.all_special_ids))
+
+
+def build_tiny_verdict_model(directory: Path, reply: str) -> Path:
+    """A tiny chat model whose every answer is `reply`, then the end of text: a judge that
+    always gives one verdict (a real server's replies that parse). No character may repeat in
+    `reply`, nor be a line break: it is a bigram chain. The attention and MLP layers write
+    nothing (zero output projections), so the last hidden state is the current token's
+    embedding; those of the chain's tokens are orthogonal, and each one's row of the output
+    layer points at the next one's embedding: greedy decoding walks the chain from the line
+    break that ends the prompt (`<|im_start|>assistant\n`)."""
+    import torch
+
+    assert len(set(reply)) == len(reply) and "\n" not in reply, reply
+    model, tokenizer = _tiny_chat_model(seed=0)
+    chain = [tokenizer.convert_tokens_to_ids(ch) for ch in ["\n", *reply]] + [tokenizer.eos_token_id]
+    hidden = model.config.hidden_size
+    assert len(chain) <= hidden, "the chain's embeddings must be orthogonal"
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embed, head = model.model.embed_tokens.weight, model.lm_head.weight
+        head.zero_()
+        for i, token in enumerate(chain):
+            embed[token] = torch.nn.functional.one_hot(torch.tensor(i), hidden).float()
+        for current, following in itertools.pairwise(chain):
+            head[following] = 10.0 * embed[current]
+    model.tie_word_embeddings = False
+    model.config.tie_word_embeddings = False
+    return _save(
+        model, tokenizer, directory, [t for t in tokenizer.all_special_ids if t != tokenizer.eos_token_id]
+    )
 
 
 class OpenAIServer:

@@ -10,6 +10,7 @@ off at the token limit) is an error verdict that is never cached, never a score.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from referee.service.background import free_port
 from referee.settings import JudgeSettings
 from referee.verifiers import Check, Resources, VerifierError
 from referee.verifiers.judge import JudgeEquivalenceVerifier, JudgeRubricVerifier
-from tests.support.openai_server import OpenAIServer, require_serving
+from tests.support.openai_server import OpenAIServer, build_tiny_verdict_model, require_serving, serving
 
 
 def clients(url: str, model: str, **endpoint: Any) -> JudgeClients:
@@ -27,9 +28,9 @@ def clients(url: str, model: str, **endpoint: Any) -> JudgeClients:
 
 
 async def judge(
-    verifier: Any, group: list[str], reference: Any, judges: JudgeClients, max_tokens: int = 8
+    verifier: Any, group: list[str], reference: Any, judges: JudgeClients, max_tokens: int = 8, **options: Any
 ) -> list[Any]:
-    opts = verifier.validate_options({"sampling": {"max_tokens": max_tokens}})
+    opts = verifier.validate_options({"sampling": {"max_tokens": max_tokens}, **options})
     prepared = verifier.prepare(verifier.validate_reference(reference), opts)
     return list(await verifier.check_group(group, prepared, opts, Resources(judges=judges)))
 
@@ -56,6 +57,38 @@ async def test_a_reply_without_a_verdict_is_an_error_and_costs_one_call_per_prom
         results = await judge(JudgeRubricVerifier(), ["Hello.", "Hi."], rubric, judges)
         assert all(isinstance(r, VerifierError) and "criterion 1 ('Is polite.')" in str(r) for r in results)
         assert sum(judges.calls.values()) == 8  # 2 responses x 2 criteria
+    finally:
+        await judges.aclose()
+
+
+@pytest.fixture(scope="module")
+def verdict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIServer]:
+    """A second `transformers serve`, over a tiny model that always answers `SCORE: 7`."""
+    require_serving()
+    model = build_tiny_verdict_model(tmp_path_factory.mktemp("verdict-model"), "SCORE: 7")
+    with serving(model, tmp_path_factory.mktemp("verdict-server") / "serve.log") as server:
+        yield server
+
+
+@pytest.mark.slow
+async def test_a_real_judges_verdicts_are_scored_and_cached(verdict_server: OpenAIServer) -> None:
+    """Replies that parse, from a real server: each criterion's `SCORE: 7` is 0.7, the group
+    costs one call per distinct (response, criterion), and scoring it again costs none (the
+    cache); the tokens are the server's own count."""
+    judges = clients(verdict_server.base_url, verdict_server.model)
+    rubric = {"criteria": [{"criterion": "Is polite."}, {"criterion": "Is short.", "weight": 3}]}
+    group = ["Hello there.", "Hi.", "Hello there."]
+    try:
+        first = await judge(JudgeRubricVerifier(), group, rubric, judges, 32, template="rubric_score")
+        for result in first:
+            assert isinstance(result, Check) and result.score == pytest.approx(0.7), result
+            assert [c["score"] for c in result.details["criteria"]] == [pytest.approx(0.7)] * 2
+        assert sum(judges.calls.values()) == 4 and len(judges.cache) == 4
+        # A token per character, and the end of text: the server's own count.
+        assert judges.tokens[("default", "completion")] == 4 * (len("SCORE: 7") + 1)
+        again = await judge(JudgeRubricVerifier(), group, rubric, judges, 32, template="rubric_score")
+        assert [r.score for r in again] == [r.score for r in first]
+        assert sum(judges.calls.values()) == 4 and judges.cache.hits >= 4  # nothing asked again
     finally:
         await judges.aclose()
 
