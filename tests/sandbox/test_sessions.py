@@ -66,6 +66,34 @@ async def test_state_is_kept_across_100_calls(one_slot: SandboxPool) -> None:
         await session.run("n")
 
 
+async def test_a_bash_session_keeps_its_shell_between_calls(one_slot: SandboxPool) -> None:
+    """Variables, functions, the working directory and the environment persist; a failing
+    command is an `error` with its status; stdin is empty (a cell never reads the session's
+    own requests); `exit` costs the shell, not the session, and the files stay."""
+    session = await one_slot.open_session(SessionSpec(language="bash", files={"in.txt": b"3 4\n"}))
+    first = await session.run(
+        "read a b < in.txt\nmkdir -p sub && cd sub\nexport SEEN=yes\nadd() { echo $(( $1 + $2 )); }"
+    )
+    assert first.status == "ok", first
+    for i in range(20):
+        out = await session.run(f"a=$(( a + 1 ))\nadd $a {i}")
+        assert (out.status, out.stdout) == ("ok", f"{4 + i + i}\n"), out
+    where = await session.run("pwd; echo $SEEN; bash -c 'echo $SEEN'; cat; echo left >&2")
+    assert (where.status, where.stdout, where.stderr) == ("ok", "/work/sub\nyes\nyes\n", "left\n"), where
+    failed = await session.run("ls /no/such/dir")
+    assert failed.status == "error" and failed.error == "exit status 2" and "No such file" in failed.stderr
+    ended = await session.run("echo bye; exit 3")
+    assert ended.status == "error" and "exit status 3" in (ended.error or "") and ended.stdout == "bye\n"
+    fresh = await session.run("echo ${a:-unset}; pwd; cat in.txt; b=kept; sleep 1000 &")
+    assert (fresh.status, fresh.stdout) == ("ok", "unset\n/work\n3 4\n"), fresh
+    slow = await session.run("echo $b; sleep 30", time_s=1)
+    assert (slow.status, slow.stdout, slow.restarted) == ("timeout", "kept\n", True), slow
+    # A new shell: the old one's variables and processes (the background sleep) are gone.
+    after = await session.run("echo ${b:-gone}; cat /proc/[0-9]*/comm | grep -c '^sleep$'; cat in.txt")
+    assert (after.status, after.stdout) == ("ok", "gone\n0\n3 4\n"), after
+    await session.close()
+
+
 async def test_nothing_a_session_plants_is_seen_by_the_next_session(
     one_slot: SandboxPool, escape_check: None
 ) -> None:

@@ -182,6 +182,18 @@ async def test_an_idle_session_is_reclaimed_and_its_container_scrubbed_for_the_n
         assert gone_var["status"] == "error" and "NameError" in gone_var["error"]
 
 
+async def test_a_bash_session_through_the_service(tmp_path: Path, sandbox_image: str) -> None:
+    async with service(tmp_path) as (http, _):
+        answer = await http.post("/v1/sessions", json={"language": "bash"}, headers=auth(KEYS[0]))
+        assert answer.status_code == 201 and answer.json()["language"] == "bash", answer.text
+        sid = answer.json()["id"]
+        assert (await run(http, sid, "x=21; cd /tmp"))["status"] == "ok"
+        out = await run(http, sid, "echo $(( x * 2 )) $PWD")
+        assert (out["status"], out["stdout"], out["value"]) == ("ok", "42 /tmp\n", None), out
+        failed = await run(http, sid, "false")
+        assert (failed["status"], failed["error"]) == ("error", "exit status 1"), failed
+
+
 async def test_file_limits_a_session_asks_for_apply_within_the_service_caps(
     tmp_path: Path, sandbox_image: str
 ) -> None:

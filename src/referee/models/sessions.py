@@ -71,7 +71,7 @@ class SessionLimitsInfo(StrictModel):
 
 
 class SessionOpenRequest(StrictModel):
-    language: Literal["python"] = "python"
+    language: Literal["python", "bash"] = "python"
     limits: SessionLimitsRequest = Field(default_factory=SessionLimitsRequest)
     files: SessionFiles = Field(
         default_factory=dict,

@@ -31,7 +31,7 @@ from referee.sandbox.protocol import SandboxUnavailable
 # others cost it (the next call runs in a fresh kernel, `restarted` set on this outcome).
 CallStatus = Literal["ok", "error", "timeout", "memory_limit_exceeded", "killed"]
 
-SESSION_LANGUAGES = ("python",)
+SESSION_LANGUAGES = ("python", "bash")
 # Files given at creation: at most this many, this large in all (they travel in one request).
 MAX_SESSION_FILES = 64
 MAX_SESSION_FILES_BYTES = 8 << 20

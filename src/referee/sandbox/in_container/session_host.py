@@ -57,7 +57,8 @@ class Kernel:
         for fd in self.fds:
             os.set_blocking(fd, False)
         self.replies = bytearray()
-        result = self.exchange({"files": files}, 0, KERNEL_START_TIMEOUT_S, None)
+        first = {"files": files, "language": self.req.get("language", "python")}
+        result = self.exchange(first, 0, KERNEL_START_TIMEOUT_S, None)
         return result["status"] == "ok"
 
     def close(self):

@@ -12,6 +12,12 @@ The last statement of a cell, when it is an expression, is evaluated and its rep
 (`value`), as Jupyter shows it. An exception is reported with the frames of the cells only;
 SystemExit is an exception like any other here (a cell cannot end its session by accident),
 and the kernel then carries on with its namespace intact.
+
+A `bash` session's first request says {"language": "bash"}: its cells then run in one bash
+process the kernel keeps (variables, functions, the working directory and the environment
+persist), each sourced from a file with stdin from /dev/null; a non-zero status is an `error`
+("exit status N"). A cell that ends the shell (`exit`) gets an error and the next cell a new
+shell, as a Python cell that kills its kernel would (the files in /work are kept).
 """
 
 import ast
@@ -21,7 +27,9 @@ import contextlib
 import json
 import linecache
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 
 REQUESTS_FD, REPLIES_FD = 3, 4
@@ -88,17 +96,91 @@ def run_cell(source, namespace, call):
         return "error", None, cell_traceback(exc, "<cell-")
 
 
+class Shell:
+    """One bash for a session's cells. Its status lines come on a pipe of their own (fd 5 in
+    bash, closed for what a cell runs), tagged at random per cell: output a cell writes is
+    never taken for its end."""
+
+    def __init__(self):
+        self.proc = None
+        self.status = None
+        self.cells = tempfile.mkdtemp(prefix=".cells-", dir="/tmp")
+
+    def start(self):
+        if self.status is not None:  # the ended shell's
+            self.status.close()
+        status_r, status_w = os.pipe()
+        self.proc = subprocess.Popen(
+            ["/bin/bash", "--noprofile", "--norc"],
+            stdin=subprocess.PIPE,
+            pass_fds=(status_w,),
+            close_fds=True,
+        )
+        os.close(status_w)
+        self.status = os.fdopen(status_r, "rb")
+        if status_w != 5:
+            self.send(f"exec 5>&{status_w} {status_w}>&-\n")
+
+    def send(self, text):
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        proc.stdin.write(text.encode("utf-8", "surrogatepass"))
+        proc.stdin.flush()
+
+    def run(self, source, cell):
+        """(status, None, error or None); a shell that ended is started again next time."""
+        os.makedirs(self.cells, exist_ok=True)  # a cell may have emptied /tmp
+        path = os.path.join(self.cells, f"cell-{cell}.sh")
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as handle:
+            handle.write(source)
+        tag = os.urandom(8).hex()
+        for attempt in (1, 2):
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            try:
+                self.send(f"source {path} 5>&- </dev/null\nprintf '%s %s\\n' {tag} $? >&5\n")
+                break
+            except OSError:  # the shell ended meanwhile: a new one, once
+                self.proc = None
+                if attempt == 2:
+                    return "error", None, "the shell could not be started"
+        proc, status_pipe = self.proc, self.status
+        assert proc is not None and status_pipe is not None
+        while True:
+            line = status_pipe.readline()
+            if not line:  # the shell ended without a status: the cell ran `exit`, say
+                code = proc.wait()
+                self.proc = None
+                return (
+                    "error",
+                    None,
+                    f"the cell ended the shell (exit status {code}); the next cell gets a new one",
+                )
+            seen, _, status = line.decode("ascii", "replace").strip().partition(" ")
+            if seen == tag:
+                break
+        if status == "0":
+            return "ok", None, None
+        return "error", None, f"exit status {status}"
+
+
 def main():
     for fd in (REQUESTS_FD, REPLIES_FD):
         os.set_inheritable(fd, False)  # never handed to a subprocess the cell starts
     namespace = {"__name__": "__main__", "__builtins__": builtins}
+    shell = None
     for req in read_lines(REQUESTS_FD):
         if "files" in req:
             write_files(req["files"])
+            if req.get("language") == "bash":
+                shell = Shell()
             reply = {"call": 0, "status": "ok"}
         else:
             source = base64.b64decode(req["code"]).decode("utf-8", "surrogatepass")
-            status, value, error = run_cell(source, namespace, req["cell"])
+            if shell is not None:
+                status, value, error = shell.run(source, req["cell"])
+            else:
+                status, value, error = run_cell(source, namespace, req["cell"])
             cap = int(req.get("value_bytes") or 16384)
             truncated = value is not None and len(value) > cap
             if truncated:
