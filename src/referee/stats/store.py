@@ -112,7 +112,7 @@ def _open(path: Path) -> sqlite3.Connection:
         raise StatsFileTaken(f"{path} is not a statistics file (it holds the tables {foreign})")
     db.execute("PRAGMA journal_mode=WAL")
     version = db.execute("PRAGMA user_version").fetchone()[0]
-    existing = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'verifier_minutes'").fetchone()
+    existing = "verifier_minutes" in tables
     if version > SCHEMA_VERSION:
         db.close()
         raise RuntimeError(f"{path} has statistics schema {version}, newer than this service's")
