@@ -133,8 +133,6 @@ def build_tiny_verdict_model(directory: Path, reply: str) -> Path:
             embed[token] = torch.nn.functional.one_hot(torch.tensor(i), hidden).float()
         for current, following in itertools.pairwise(chain):
             head[following] = 10.0 * embed[current]
-    model.tie_word_embeddings = False
-    model.config.tie_word_embeddings = False
     return _save(
         model, tokenizer, directory, [t for t in tokenizer.all_special_ids if t != tokenizer.eos_token_id]
     )
